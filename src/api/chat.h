@@ -1,0 +1,31 @@
+#pragma once
+// Runs chat-completion requests against one endpoint and turns each into a RequestSample.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "api/openai.h"
+#include "api/sample.h"
+#include "http/client.h"
+
+namespace infdoctor::api {
+
+struct Endpoint {
+  std::string base_url;  // e.g. https://api.example.com/v1
+  std::string api_key;   // sent as a bearer token; never printed or saved
+  http::TlsOptions tls;
+  std::vector<std::string> resolve;  // CURLOPT_RESOLVE pins
+  std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds connect_timeout{10000};
+
+  std::string url(const std::string& path) const;  // base_url + path, one slash between
+};
+
+http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bool fresh_connection);
+
+// Sends every request in parallel (one at a time when given one) and measures each.
+std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, const std::vector<ChatRequest>& chats,
+                                     bool fresh_connection = false);
+RequestSample run_chat(http::Client& client, const Endpoint& ep, const ChatRequest& chat, bool fresh_connection = false);
+
+}  // namespace infdoctor::api

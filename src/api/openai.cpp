@@ -1,0 +1,189 @@
+#include "api/openai.h"
+
+#include <array>
+
+namespace infdoctor::api {
+namespace {
+
+using nlohmann::json;
+
+std::string str_or_empty(const json& j, const char* key) {
+  if (!j.is_object()) return {};
+  auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number()) return it->dump();
+  return {};
+}
+
+std::optional<std::int64_t> int_or_none(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (v < 0 || v > 1e12) return std::nullopt;
+  return static_cast<std::int64_t>(v);
+}
+
+Usage parse_usage(const json& j) {
+  Usage u;
+  u.prompt_tokens = int_or_none(j, "prompt_tokens");
+  u.completion_tokens = int_or_none(j, "completion_tokens");
+  return u;
+}
+
+bool nonempty_string(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+}
+
+std::optional<ApiError> error_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find("error");
+  if (it != j.end()) {
+    ApiError e;
+    if (it->is_object()) {
+      e.message = str_or_empty(*it, "message");
+      e.type = str_or_empty(*it, "type");
+      e.code = str_or_empty(*it, "code");
+    } else if (it->is_string()) {
+      e.message = it->get<std::string>();
+    } else {
+      return std::nullopt;
+    }
+    if (e.type.empty()) e.type = str_or_empty(j, "error_type");  // TGI
+    return e;
+  }
+  if (j.contains("message") && !j.contains("choices")) return ApiError{str_or_empty(j, "message"), {}, {}};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string build_chat_body(const ChatRequest& r) {
+  json body = {
+      {"model", r.model},
+      {"messages", json::array({{{"role", "user"}, {"content", r.prompt}}})},
+      {"max_tokens", r.max_tokens},
+      {"stream", r.stream},
+  };
+  if (r.stream && r.include_usage) body["stream_options"] = {{"include_usage", true}};
+  if (r.temperature) body["temperature"] = *r.temperature;
+  std::string out = body.dump();
+  if (r.pad_bytes > 0) {
+    // Whitespace between tokens is insignificant JSON (RFC 8259, section 2): the server must parse
+    // it, but the prompt and the tokens do not change.
+    out.insert(out.size() - 1, r.pad_bytes, ' ');
+  }
+  return out;
+}
+
+std::string synthetic_prompt(int tokens) {
+  static constexpr std::array<std::string_view, 16> kWords = {
+      "the", "cat", "sat", "on", "a", "mat", "and", "the", "dog", "ran", "to", "the", "red", "door", "in", "time"};
+  std::string out;
+  if (tokens <= 0) return out;
+  out.reserve(static_cast<std::size_t>(tokens) * 4);
+  for (int i = 0; i < tokens; ++i) {
+    if (i > 0) out.push_back(' ');
+    out.append(kWords[static_cast<std::size_t>(i) % kWords.size()]);
+  }
+  return out;
+}
+
+std::optional<ApiError> parse_error_body(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return error_from_json(j);
+}
+
+core::Result<ChatResponse> parse_chat_response(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return core::make_error(core::ErrorCode::MalformedStream, "response body is not a JSON object");
+  if (auto e = error_from_json(j))
+    return core::make_error(core::ErrorCode::StreamError, "server returned an error: " + e->message);
+  auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty() || !choices->front().is_object())
+    return core::make_error(core::ErrorCode::MalformedStream, "response has no choices");
+  ChatResponse out;
+  out.id = str_or_empty(j, "id");
+  const json& c0 = choices->front();
+  if (auto m = c0.find("message"); m != c0.end() && m->is_object()) out.content = str_or_empty(*m, "content");
+  out.finish_reason = str_or_empty(c0, "finish_reason");
+  if (auto u = j.find("usage"); u != j.end()) out.usage = parse_usage(*u);
+  return out;
+}
+
+bool ChatStream::on_body(std::string_view bytes, core::SteadyTime arrived) {
+  body_bytes_ += static_cast<std::int64_t>(bytes.size());
+  const auto t0 = core::SteadyClock::now();
+  parser_.feed(bytes, pending_);
+  for (const auto& ev : pending_) on_event(ev, arrived);
+  pending_.clear();
+  parse_time_ += core::elapsed_us(t0, core::SteadyClock::now());
+  return true;
+}
+
+void ChatStream::finish() {
+  if (parser_.has_partial()) {
+    truncated_ = true;
+    ++malformed_;
+  }
+}
+
+void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
+  ++events_;
+  if (!first_event_) first_event_ = arrived;
+  if (ev.data == "[DONE]") {
+    done_ = true;
+    return;
+  }
+  json j = json::parse(ev.data, nullptr, false);
+  if (ev.event == "error") {
+    ApiError e = j.is_discarded() ? ApiError{ev.data.substr(0, 512), {}, {}}
+                                  : error_from_json(j).value_or(ApiError{ev.data.substr(0, 512), {}, {}});
+    if (!error_) error_ = e;
+    return;
+  }
+  if (j.is_discarded() || !j.is_object()) {
+    ++malformed_;
+    return;
+  }
+  if (j.contains("error")) {
+    if (!error_) error_ = error_from_json(j);
+    return;
+  }
+  if (id_.empty()) id_ = str_or_empty(j, "id");
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    Usage parsed = parse_usage(*u);
+    if (parsed.prompt_tokens) usage_.prompt_tokens = parsed.prompt_tokens;
+    if (parsed.completion_tokens) usage_.completion_tokens = parsed.completion_tokens;
+  }
+  if (auto t = j.find("timings"); t != j.end() && t->is_object()) timings_ = *t;
+  bool content = false;
+  if (auto choices = j.find("choices"); choices != j.end() && choices->is_array()) {
+    for (const auto& c : *choices) {
+      if (!c.is_object()) continue;
+      if (std::string fr = str_or_empty(c, "finish_reason"); !fr.empty()) finish_reason_ = fr;
+      if (nonempty_string(c, "text")) {  // legacy completions
+        content = true;
+        text_bytes_ += c["text"].get_ref<const std::string&>().size();
+        continue;
+      }
+      auto d = c.find("delta");
+      if (d == c.end() || !d->is_object()) continue;
+      if (nonempty_string(*d, "content")) {
+        const auto& s = (*d)["content"].get_ref<const std::string&>();
+        text_bytes_ += s.size();
+        if (text_.size() < kMaxKeptText) text_.append(s.substr(0, kMaxKeptText - text_.size()));
+        content = true;
+      }
+      if (nonempty_string(*d, "reasoning_content") || nonempty_string(*d, "reasoning")) content = true;
+      if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array() && !tc->empty()) content = true;
+    }
+  }
+  if (content) content_times_.push_back(arrived);
+}
+
+}  // namespace infdoctor::api

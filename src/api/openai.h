@@ -1,0 +1,107 @@
+#pragma once
+// OpenAI chat-completions flavour: request bodies, non-streamed responses, error bodies, and the
+// streamed response as a BodySink that stamps every content event on arrival.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "http/client.h"
+#include "http/sse_parser.h"
+
+namespace infdoctor::api {
+
+struct ChatRequest {
+  std::string model;
+  std::string prompt;
+  int max_tokens = 64;
+  bool stream = true;
+  bool include_usage = true;               // stream_options.include_usage
+  std::optional<double> temperature = 0.0;
+  std::size_t pad_bytes = 0;               // JSON whitespace added to the body (same tokens)
+};
+
+std::string build_chat_body(const ChatRequest& r);
+
+// A prompt of about `tokens` tokens for common BPE vocabularies: short, frequent English words,
+// each one token with its leading space. Calibrate against the server's usage; this is a guess.
+std::string synthetic_prompt(int tokens);
+
+struct Usage {
+  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> completion_tokens;
+};
+
+struct ApiError {
+  std::string message;
+  std::string type;
+  std::string code;
+};
+
+// OpenAI-style `{"error": {"message", "type", "code"}}`; also accepts a bare `{"error": "text"}`
+// and `{"message": ...}` as some servers send. Nothing when the body is not such an object.
+std::optional<ApiError> parse_error_body(std::string_view body);
+
+struct ChatResponse {
+  std::string id;
+  std::string content;
+  std::string finish_reason;
+  Usage usage;
+};
+core::Result<ChatResponse> parse_chat_response(std::string_view body);
+
+// The streamed response. Content events are those carrying text, reasoning or a tool-call delta:
+// a role-only or empty chunk is an event but not a token.
+class ChatStream final : public http::BodySink {
+ public:
+  static constexpr std::size_t kMaxKeptText = 4096;
+
+  bool on_body(std::string_view bytes, core::SteadyTime arrived) override;
+  // Call once the transfer ended: a truncated final event is recorded as malformed.
+  void finish();
+
+  std::optional<core::SteadyTime> first_event_at() const { return first_event_; }
+  const std::vector<core::SteadyTime>& content_event_times() const { return content_times_; }
+  std::size_t event_count() const { return events_; }
+  std::size_t malformed_count() const { return malformed_; }
+  std::size_t oversized_count() const { return parser_.oversized_count(); }
+  bool done_seen() const { return done_; }
+  bool truncated() const { return truncated_; }
+  const std::optional<ApiError>& stream_error() const { return error_; }
+  const Usage& usage() const { return usage_; }
+  const std::string& finish_reason() const { return finish_reason_; }
+  const std::string& response_id() const { return id_; }
+  const std::string& text() const { return text_; }     // first kMaxKeptText bytes of content
+  std::size_t text_bytes() const { return text_bytes_; }
+  const nlohmann::json& server_timings() const { return timings_; }  // llama.cpp `timings`
+  std::int64_t body_bytes() const { return body_bytes_; }
+  core::Micros parse_time() const { return parse_time_; }  // infdoctor's own parsing cost
+
+ private:
+  void on_event(const http::SseEvent& ev, core::SteadyTime arrived);
+
+  http::SseParser parser_;
+  std::vector<http::SseEvent> pending_;
+  std::optional<core::SteadyTime> first_event_;
+  std::vector<core::SteadyTime> content_times_;
+  std::size_t events_ = 0;
+  std::size_t malformed_ = 0;
+  bool done_ = false;
+  bool truncated_ = false;
+  std::optional<ApiError> error_;
+  Usage usage_;
+  std::string finish_reason_;
+  std::string id_;
+  std::string text_;
+  std::size_t text_bytes_ = 0;
+  nlohmann::json timings_;
+  std::int64_t body_bytes_ = 0;
+  core::Micros parse_time_{0};
+};
+
+}  // namespace infdoctor::api

@@ -1,0 +1,56 @@
+#pragma once
+// One measured request, as probe prints it and as checks keep it for the evidence bundle.
+// Phase definitions (DESIGN.md, "Measuring one request"):
+//   dns_ms      libcurl namelookup
+//   connect_ms  TCP connect, after DNS
+//   tls_ms      TLS handshake, after connect (absent on plain HTTP)
+//   ttfb_ms     first response byte, from the request's start
+//   ttft_ms     first SSE event carrying content, stamped on arrival, from the request's start
+//   total_ms    last content event (end-to-end), not the usage chunk or [DONE]
+//   tpot_ms     (last content - first content) / (output tokens - 1)
+// DNS, connect and TLS are absent on a reused connection: they were not measured.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/openai.h"
+#include "http/client.h"
+
+namespace infdoctor::api {
+
+struct RequestSample {
+  std::string started_at;  // RFC 3339 UTC
+  std::string model;
+  bool ok = false;
+  std::string error;          // stable token when !ok
+  std::string error_message;  // one line, with the provider's own message for HTTP errors
+  std::string failed_phase;
+  long http_status = 0;
+  std::string http_version;
+  std::string request_id;
+  std::string remote_ip;
+  bool connection_reused = false;
+  std::optional<double> dns_ms, connect_ms, tls_ms, server_wait_ms, ttfb_ms, first_event_ms, ttft_ms,
+      total_ms, transfer_ms, tpot_ms, output_tokens_per_s, events_per_token;
+  std::optional<std::int64_t> prompt_tokens, output_tokens;
+  bool tokens_from_usage = false;
+  std::size_t events = 0, content_events = 0, malformed_events = 0;
+  std::vector<double> itl_ms;  // gaps between consecutive content events
+  std::string finish_reason;
+  std::int64_t bytes_sent = 0, bytes_received = 0;
+  std::map<std::string, std::string> headers;  // the kept identifying and timing headers
+  nlohmann::json server_timings;               // llama.cpp `timings` and the like, as sent
+  double client_parse_ms = 0;                  // infdoctor's own SSE and JSON parsing time
+  std::optional<double> client_start_lag_ms;   // infdoctor's hand-off to libcurl's transfer start
+};
+
+// Builds the sample of a streamed request (stream != nullptr) or of a non-streamed one.
+RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model);
+
+nlohmann::json to_json(const RequestSample& s);
+
+}  // namespace infdoctor::api

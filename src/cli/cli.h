@@ -1,0 +1,14 @@
+#pragma once
+// The command line: one CLI11 app, one file per subcommand. Exit codes (DESIGN.md): 0 healthy,
+// 1 degraded, 2 critical, 3 could not run.
+
+namespace infdoctor::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitDegraded = 1;
+inline constexpr int kExitCritical = 2;
+inline constexpr int kExitCouldNotRun = 3;
+
+int run(int argc, char** argv);
+
+}  // namespace infdoctor::cli

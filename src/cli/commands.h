@@ -1,0 +1,11 @@
+#pragma once
+// Each subcommand adds itself to the app and, when chosen, sets `chosen` to its runner.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace infdoctor::cli {
+
+void add_probe_command(CLI::App& app, std::function<int()>& chosen);
+
+}  // namespace infdoctor::cli

@@ -1,0 +1,61 @@
+#pragma once
+// Failure kinds shared by every module. Each code is one row of kErrorTable: a stable token that
+// lands in results.json and in rules, and a sentence for people.
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace infdoctor::core {
+
+enum class ErrorCode {
+  Ok,
+  InvalidArgument,
+  ResolveFailed,
+  ConnectFailed,
+  TlsFailed,
+  Timeout,
+  HttpStatus,
+  ConnectionClosed,
+  MalformedStream,
+  StreamError,
+  ResponseTooLarge,
+  Io,
+  Internal,
+};
+
+struct ErrorInfo {
+  ErrorCode code;
+  std::string_view token;
+  std::string_view text;
+};
+
+inline constexpr std::array kErrorTable{
+    ErrorInfo{ErrorCode::Ok, "ok", "no error"},
+    ErrorInfo{ErrorCode::InvalidArgument, "invalid_argument", "invalid argument"},
+    ErrorInfo{ErrorCode::ResolveFailed, "resolve_failed", "could not resolve host"},
+    ErrorInfo{ErrorCode::ConnectFailed, "connect_failed", "could not connect"},
+    ErrorInfo{ErrorCode::TlsFailed, "tls_failed", "TLS handshake or verification failed"},
+    ErrorInfo{ErrorCode::Timeout, "timeout", "timed out"},
+    ErrorInfo{ErrorCode::HttpStatus, "http_status", "server answered with an error status"},
+    ErrorInfo{ErrorCode::ConnectionClosed, "connection_closed", "connection closed early"},
+    ErrorInfo{ErrorCode::MalformedStream, "malformed_stream", "malformed response stream"},
+    ErrorInfo{ErrorCode::StreamError, "stream_error", "error event in the response stream"},
+    ErrorInfo{ErrorCode::ResponseTooLarge, "response_too_large", "response exceeded a size cap"},
+    ErrorInfo{ErrorCode::Io, "io", "input/output error"},
+    ErrorInfo{ErrorCode::Internal, "internal_error", "internal error"},
+};
+static_assert(kErrorTable.size() == static_cast<std::size_t>(ErrorCode::Internal) + 1,
+              "every ErrorCode needs exactly one row, in enum order");
+
+constexpr const ErrorInfo& error_info(ErrorCode c) { return kErrorTable[static_cast<std::size_t>(c)]; }
+
+struct Error {
+  ErrorCode code = ErrorCode::Internal;
+  std::string message;  // one line, for people; never contains a secret
+  std::string detail;   // optional: library text, position, phase
+
+  std::string_view token() const { return error_info(code).token; }
+};
+
+}  // namespace infdoctor::core

@@ -1,0 +1,58 @@
+#include "core/redact.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace infdoctor::core {
+namespace {
+
+bool secret_param(std::string_view name) {
+  std::string n(name);
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static constexpr std::array<std::string_view, 7> kWords = {"key", "token", "secret", "sig", "password", "auth",
+                                                             "credential"};
+  return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return n.find(w) != std::string::npos; });
+}
+
+}  // namespace
+
+std::string redact_url(std::string_view url) {
+  std::string out(url);
+  // userinfo: scheme://user:pass@host
+  if (const auto scheme_end = out.find("://"); scheme_end != std::string::npos) {
+    const auto host_start = scheme_end + 3;
+    const auto path_start = out.find_first_of("/?#", host_start);
+    const auto at = out.rfind('@', path_start == std::string::npos ? out.size() : path_start);
+    if (at != std::string::npos && at >= host_start) out.replace(host_start, at - host_start, "REDACTED");
+  }
+  const auto q = out.find('?');
+  if (q == std::string::npos) return out;
+  std::string result = out.substr(0, q + 1);
+  std::string_view rest = std::string_view(out).substr(q + 1);
+  std::string_view fragment;
+  if (const auto h = rest.find('#'); h != std::string_view::npos) {
+    fragment = rest.substr(h);
+    rest = rest.substr(0, h);
+  }
+  bool first = true;
+  while (true) {
+    const auto amp = rest.find('&');
+    std::string_view part = rest.substr(0, amp);
+    if (!first) result += '&';
+    first = false;
+    const auto eq = part.find('=');
+    if (eq != std::string_view::npos && secret_param(part.substr(0, eq))) {
+      result.append(part.substr(0, eq + 1));
+      result += "REDACTED";
+    } else {
+      result.append(part);
+    }
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  result.append(fragment);
+  return result;
+}
+
+}  // namespace infdoctor::core

@@ -1,0 +1,159 @@
+#include "fake/scenario.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace infdoctor::fake {
+namespace {
+
+using nlohmann::json;
+using core::ErrorCode;
+
+// Reads fields of one JSON object, remembering the first problem with its path.
+class Reader {
+ public:
+  Reader(const json& j, std::string path, std::string* err) : j_(j), path_(std::move(path)), err_(err) {
+    if (!j_.is_object()) fail(path_, "must be an object");
+  }
+  template <typename T>
+  void get(const char* key, T& out, double lo, double hi) {
+    seen_.insert(key);
+    if (!j_.is_object()) return;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    if (!it->is_number()) return fail(path_ + "." + key, "must be a number");
+    const double v = it->get<double>();
+    if (v < lo || v > hi) return fail(path_ + "." + key, "must lie in [" + fmt(lo) + ", " + fmt(hi) + "]");
+    out = static_cast<T>(v);
+  }
+  void get_bool(const char* key, bool& out) {
+    seen_.insert(key);
+    if (!j_.is_object()) return;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    if (!it->is_boolean()) return fail(path_ + "." + key, "must be true or false");
+    out = it->get<bool>();
+  }
+  void get_string(const char* key, std::string& out) {
+    seen_.insert(key);
+    if (!j_.is_object()) return;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    if (!it->is_string()) return fail(path_ + "." + key, "must be a string");
+    out = it->get<std::string>();
+  }
+  const json* child(const char* key) {
+    seen_.insert(key);
+    if (!j_.is_object()) return nullptr;
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  void no_unknown_keys() {
+    if (!j_.is_object()) return;
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (!seen_.count(it.key())) return fail(path_ + "." + it.key(), "unknown key");
+  }
+  void fail(const std::string& where, const std::string& what) {
+    if (err_->empty()) *err_ = where + ": " + what;
+  }
+
+ private:
+  static std::string fmt(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  }
+  const json& j_;
+  std::string path_;
+  std::string* err_;
+  std::set<std::string> seen_;
+};
+
+constexpr double kMaxMs = 3600e3;
+
+FaultRule read_fault(const json& j, const std::string& path, std::string* err) {
+  FaultRule f;
+  Reader r(j, path, err);
+  r.get_string("kind", f.kind);
+  r.get("every", f.every, 0, 1e9);
+  r.get("first", f.first, 0, 1e9);
+  r.get("retry_after_s", f.retry_after_s, -1, 86400);
+  r.get("after_tokens", f.after_tokens, 0, 1e9);
+  r.get("stall_ms", f.stall_ms, 0, kMaxMs);
+  r.no_unknown_keys();
+  static const std::set<std::string> kKinds = {"429", "503", "close_mid_stream", "stall", "error_event"};
+  if (!kKinds.count(f.kind)) r.fail(path + ".kind", "must be one of 429, 503, close_mid_stream, stall, error_event");
+  if (f.every == 0 && f.first == 0) r.fail(path, "needs `every` or `first`");
+  return f;
+}
+
+ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
+  ModelSpec m;
+  Reader r(j, path, err);
+  r.get("overhead_ms", m.overhead_ms, 0, kMaxMs);
+  r.get("prefill_ms_per_token", m.prefill_ms_per_token, 0, 1e4);
+  r.get("decode_ms_per_token", m.decode_ms_per_token, 0, 1e5);
+  r.get("jitter_ms", m.jitter_ms, 0, kMaxMs);
+  int out_tokens = -1;
+  r.get("output_tokens", out_tokens, 1, 1e6);
+  if (out_tokens > 0) m.output_tokens = out_tokens;
+  if (const json* cs = r.child("cold_start")) {
+    Reader c(*cs, path + ".cold_start", err);
+    c.get("idle_s", m.cold_idle_s, 0, 86400);
+    c.get("penalty_ms", m.cold_penalty_ms, 0, kMaxMs);
+    c.get_bool("at_start", m.cold_at_start);
+    c.no_unknown_keys();
+  }
+  r.get("slots", m.slots, 0, 1e5);
+  r.get("parse_ms_per_kb", m.parse_ms_per_kb, 0, 1e4);
+  r.get("tokens_per_event", m.tokens_per_event, 1, 1e4);
+  r.get("flush_interval_ms", m.flush_interval_ms, 0, kMaxMs);
+  r.get_bool("timing_headers", m.timing_headers);
+  r.get_bool("role_chunk", m.role_chunk);
+  if (const json* fs = r.child("faults")) {
+    if (!fs->is_array()) {
+      r.fail(path + ".faults", "must be an array");
+    } else {
+      for (std::size_t i = 0; i < fs->size(); ++i)
+        m.faults.push_back(read_fault((*fs)[i], path + ".faults[" + std::to_string(i) + "]", err));
+    }
+  }
+  r.no_unknown_keys();
+  return m;
+}
+
+}  // namespace
+
+core::Result<Scenario> parse_scenario(const std::string& json_text, const std::string& origin) {
+  json j = json::parse(json_text, nullptr, false);
+  if (j.is_discarded()) return core::make_error(ErrorCode::InvalidArgument, origin + ": not valid JSON");
+  std::string err;
+  Scenario s;
+  Reader r(j, "scenario", &err);
+  r.get("default_max_tokens", s.default_max_tokens, 1, 1e6);
+  r.get_string("api_key", s.api_key);
+  r.get("seed", s.seed, 0, 1e15);
+  const json* models = r.child("models");
+  if (!models || !models->is_object() || models->empty()) {
+    r.fail("scenario.models", "must be an object naming at least one model");
+  } else {
+    for (auto it = models->begin(); it != models->end(); ++it)
+      s.models[it.key()] = read_model(it.value(), "scenario.models." + it.key(), &err);
+  }
+  r.no_unknown_keys();
+  if (!err.empty()) return core::make_error(ErrorCode::InvalidArgument, origin + ": " + err);
+  return s;
+}
+
+core::Result<Scenario> load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::make_error(ErrorCode::Io, "cannot read scenario file " + path);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_scenario(buf.str(), path);
+}
+
+}  // namespace infdoctor::fake

@@ -1,0 +1,51 @@
+#pragma once
+// The fake provider's scenario: per model, the delays and faults it plants. Loaded from JSON;
+// an unknown key or a bad value is an error naming its path in the file.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace infdoctor::fake {
+
+struct FaultRule {
+  std::string kind;        // "429", "503", "close_mid_stream", "stall", "error_event"
+  int every = 0;           // every Nth request of the model (1 = all)
+  int first = 0;           // the first N requests of the model
+  double retry_after_s = -1;  // 429/503: Retry-After header; <0 = none
+  int after_tokens = 0;    // mid-stream faults: after this many tokens
+  double stall_ms = 0;     // stall: how long
+};
+
+struct ModelSpec {
+  double overhead_ms = 0;            // fixed time before the first token
+  double prefill_ms_per_token = 0;   // per prompt token
+  double decode_ms_per_token = 0;    // per output token after the first
+  double jitter_ms = 0;              // uniform +-jitter added to the first-token time
+  std::optional<int> output_tokens;  // the model stops here if max_tokens is larger
+  double cold_idle_s = 0;            // idle time after which the next request is cold (0 = never)
+  double cold_penalty_ms = 0;
+  bool cold_at_start = false;        // the first request of the server's life is cold
+  int slots = 0;                     // requests served at once; the rest wait FIFO (0 = no limit)
+  double parse_ms_per_kb = 0;        // cost of reading the request body
+  int tokens_per_event = 1;          // tokens carried by one SSE event
+  double flush_interval_ms = 0;      // a buffering proxy: events leave on this grid
+  bool timing_headers = false;       // x-queue-time, server-timing, openai-processing-ms
+  bool role_chunk = true;            // a role-only first chunk, sent with the headers
+  std::vector<FaultRule> faults;
+};
+
+struct Scenario {
+  std::map<std::string, ModelSpec> models;
+  int default_max_tokens = 16;
+  std::string api_key;  // when set, requests must carry it as a bearer token
+  std::uint64_t seed = 1;
+};
+
+core::Result<Scenario> parse_scenario(const std::string& json_text, const std::string& origin);
+core::Result<Scenario> load_scenario(const std::string& path);
+
+}  // namespace infdoctor::fake

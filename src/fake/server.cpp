@@ -1,0 +1,569 @@
+#include "fake/server.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <nlohmann/json.hpp>
+
+namespace infdoctor::fake {
+namespace {
+
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+using Clock = core::SteadyClock;
+
+constexpr std::size_t kMaxBodyBytes = 64u << 20;
+constexpr std::size_t kMaxHeaderBytes = 64u << 10;
+constexpr std::size_t kMaxLog = 100000;
+
+Clock::duration from_ms(double ms) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+// Per-model state shared by the connections: request counter, slots, idleness.
+struct ModelState {
+  ModelSpec spec;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint64_t requests = 0;
+  int busy = 0;
+  std::deque<std::uint64_t> queue;
+  std::uint64_t next_ticket = 0;
+  int in_flight = 0;
+  Clock::time_point last_done;
+  bool ever_served = false;
+};
+
+const char* kWords[] = {" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " and",
+                        " then", " it", " rests", " in", " warm", " sun"};
+
+std::size_t count_words(const std::string& s) {
+  std::size_t n = 0;
+  bool in = false;
+  for (char c : s) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (!space && !in) ++n;
+    in = !space;
+  }
+  return n;
+}
+
+std::string error_body(const std::string& message, const std::string& type, const std::string& code) {
+  json j = {{"error", {{"message", message}, {"type", type}, {"code", code.empty() ? json(nullptr) : json(code)}}}};
+  return j.dump();
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Scenario scenario;
+  ServerOptions options;
+  net::io_context io;
+  tcp::acceptor acceptor{io};
+  std::unique_ptr<ssl::context> tls;
+  std::thread accept_thread;
+  std::uint16_t port = 0;
+
+  std::map<std::string, std::unique_ptr<ModelState>> models;
+  std::mutex rng_mu;
+  std::mt19937_64 rng;
+  std::atomic<std::uint64_t> request_counter{0};
+
+  std::atomic<bool> stop_flag{false};  // read without `mu` where another lock is held
+  mutable std::mutex mu;  // guards everything below
+  bool stopping = false;
+  std::condition_variable stop_cv;
+  std::set<int> open_fds;
+  struct Conn {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<Conn> conns;
+  std::vector<ServedRequest> log;
+
+  // Waits until `t` or until the server stops; false when stopping.
+  bool sleep_until(Clock::time_point t) {
+    std::unique_lock lock(mu);
+    return !stop_cv.wait_until(lock, t, [&] { return stopping; });
+  }
+
+  double jitter(double ms) {
+    if (ms <= 0) return 0;
+    std::lock_guard lock(rng_mu);
+    return std::uniform_real_distribution<double>(-ms, ms)(rng);
+  }
+
+  void record(ServedRequest r) {
+    std::lock_guard lock(mu);
+    if (log.size() < kMaxLog) log.push_back(std::move(r));
+  }
+
+  void do_accept() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket sock) {
+      if (ec) {
+        if (ec == net::error::operation_aborted) return;
+        do_accept();
+        return;
+      }
+      std::lock_guard lock(mu);
+      if (stopping) return;
+      // Reap finished connection threads so a long-running server does not accumulate them.
+      for (auto it = conns.begin(); it != conns.end();) {
+        if (it->done->load()) {
+          it->thread.join();
+          it = conns.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      const int fd = sock.native_handle();
+      open_fds.insert(fd);
+      conns.push_back(Conn{std::thread([this, s = std::move(sock), done, fd]() mutable {
+                             serve_connection(std::move(s));
+                             {
+                               std::lock_guard l(mu);
+                               open_fds.erase(fd);
+                             }
+                             done->store(true);
+                           }),
+                           done});
+      do_accept();
+    });
+  }
+
+  void serve_connection(tcp::socket sock) {
+    beast::error_code ec;
+    sock.set_option(tcp::no_delay(true), ec);
+    timeval tv{60, 0};  // an idle or stuck client frees its thread after a minute
+    ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (tls) {
+      ssl::stream<tcp::socket> stream(std::move(sock), *tls);
+      stream.handshake(ssl::stream_base::server, ec);
+      if (!ec) serve_requests(stream);
+      beast::get_lowest_layer(stream).close(ec);
+    } else {
+      serve_requests(sock);
+      sock.shutdown(tcp::socket::shutdown_send, ec);
+      sock.close(ec);
+    }
+  }
+
+  template <typename Stream>
+  void serve_requests(Stream& stream) {
+    beast::flat_buffer buf;
+    for (;;) {
+      bhttp::request_parser<bhttp::string_body> parser;
+      parser.body_limit(kMaxBodyBytes);
+      parser.header_limit(kMaxHeaderBytes);
+      beast::error_code ec;
+      bhttp::read(stream, buf, parser, ec);
+      if (ec) {
+        if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit)
+          write_simple(stream, 413, error_body("request too large", "invalid_request_error", ""), false, {});
+        return;
+      }
+      const auto arrived = Clock::now();
+      const auto& req = parser.get();
+      if (!handle(stream, req, arrived)) return;
+      if (!req.keep_alive()) return;
+      {
+        std::lock_guard lock(mu);
+        if (stopping) return;
+      }
+    }
+  }
+
+  template <typename Stream>
+  bool write_simple(Stream& stream, int status, const std::string& body, bool keep_alive,
+                    const std::vector<std::pair<std::string, std::string>>& headers) {
+    bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
+    res.set(bhttp::field::server, "infdoctor-fake");
+    res.set(bhttp::field::content_type, "application/json");
+    for (const auto& [k, v] : headers) res.set(k, v);
+    res.keep_alive(keep_alive);
+    res.body() = body;
+    res.prepare_payload();
+    beast::error_code ec;
+    bhttp::write(stream, res, ec);
+    return !ec && keep_alive;
+  }
+
+  template <typename Stream>
+  bool handle(Stream& stream, const bhttp::request<bhttp::string_body>& req, Clock::time_point arrived) {
+    std::string target(req.target());
+    if (auto q = target.find('?'); q != std::string::npos) target.resize(q);
+    const std::string rid = make_request_id();
+    std::vector<std::pair<std::string, std::string>> base_headers = {{"x-request-id", rid}};
+    const bool keep = req.keep_alive();
+
+    if (target == "/health") return write_simple(stream, 200, "{\"status\":\"ok\"}", keep, base_headers);
+    const bool is_models = target == "/v1/models" || target == "/models";
+    const bool is_chat = target == "/v1/chat/completions" || target == "/chat/completions";
+    if (!is_models && !is_chat)
+      return write_simple(stream, 404, error_body("no route for " + target, "invalid_request_error", "not_found"), keep,
+                          base_headers);
+    if (!scenario.api_key.empty()) {
+      const auto auth = req[bhttp::field::authorization];
+      if (auth != "Bearer " + scenario.api_key)
+        return write_simple(stream, 401,
+                            error_body("invalid or missing API key", "invalid_request_error", "invalid_api_key"), keep,
+                            base_headers);
+    }
+    if (is_models) {
+      if (req.method() != bhttp::verb::get)
+        return write_simple(stream, 405, error_body("use GET", "invalid_request_error", ""), keep, base_headers);
+      json data = json::array();
+      for (const auto& [name, _] : scenario.models)
+        data.push_back({{"id", name}, {"object", "model"}, {"owned_by", "infdoctor-fake"}});
+      return write_simple(stream, 200, json{{"object", "list"}, {"data", data}}.dump(), keep, base_headers);
+    }
+    if (req.method() != bhttp::verb::post)
+      return write_simple(stream, 405, error_body("use POST", "invalid_request_error", ""), keep, base_headers);
+    return handle_chat(stream, req, arrived, rid, base_headers);
+  }
+
+  std::string make_request_id() {
+    const std::uint64_t n = ++request_counter;
+    std::uint64_t r;
+    {
+      std::lock_guard lock(rng_mu);
+      r = rng();
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "req-%06llu-%08llx", static_cast<unsigned long long>(n),
+                  static_cast<unsigned long long>(r & 0xffffffffULL));
+    return buf;
+  }
+
+  template <typename Stream>
+  bool handle_chat(Stream& stream, const bhttp::request<bhttp::string_body>& req, Clock::time_point arrived,
+                   const std::string& rid, std::vector<std::pair<std::string, std::string>> headers) {
+    const bool keep = req.keep_alive();
+    json body = json::parse(req.body(), nullptr, false);
+    auto reply_error = [&](int status, const std::string& model, const std::string& msg, const std::string& type,
+                           const std::string& code) {
+      record(ServedRequest{model, arrived, status, rid, req.body().size()});
+      return write_simple(stream, status, error_body(msg, type, code), keep, headers);
+    };
+    if (body.is_discarded() || !body.is_object())
+      return reply_error(400, "", "request body is not a JSON object", "invalid_request_error", "invalid_json");
+    const std::string model = body.value("model", std::string());
+    auto mit = models.find(model);
+    if (mit == models.end())
+      return reply_error(404, model, "The model `" + model + "` does not exist", "invalid_request_error",
+                         "model_not_found");
+    ModelState& st = *mit->second;
+    const ModelSpec& spec = st.spec;
+
+    std::size_t prompt_tokens = 0;
+    if (auto msgs = body.find("messages"); msgs != body.end() && msgs->is_array()) {
+      for (const auto& m : *msgs)
+        if (m.is_object() && m.contains("content") && m["content"].is_string())
+          prompt_tokens += count_words(m["content"].get_ref<const std::string&>());
+    } else {
+      return reply_error(400, model, "`messages` must be an array", "invalid_request_error", "invalid_messages");
+    }
+    int max_tokens = scenario.default_max_tokens;
+    for (const char* key : {"max_tokens", "max_completion_tokens"})
+      if (auto it = body.find(key); it != body.end() && it->is_number_integer()) max_tokens = it->get<int>();
+    if (max_tokens < 1 || max_tokens > 1000000)
+      return reply_error(400, model, "max_tokens must lie in [1, 1000000]", "invalid_request_error", "invalid_max_tokens");
+    const bool stream_mode = body.value("stream", false);
+    bool include_usage = false;
+    if (auto so = body.find("stream_options"); so != body.end() && so->is_object())
+      include_usage = so->value("include_usage", false);
+    const int n_out = spec.output_tokens ? std::min(*spec.output_tokens, max_tokens) : max_tokens;
+
+    std::uint64_t nth;
+    {
+      std::lock_guard lock(st.mu);
+      nth = ++st.requests;
+    }
+    const FaultRule* mid_fault = nullptr;
+    for (const auto& f : spec.faults) {
+      const bool hit = (f.every > 0 && nth % static_cast<std::uint64_t>(f.every) == 0) ||
+                       (f.first > 0 && nth <= static_cast<std::uint64_t>(f.first));
+      if (!hit) continue;
+      if (f.kind == "429" || f.kind == "503") {
+        if (f.retry_after_s >= 0) {
+          std::ostringstream ra;
+          ra << f.retry_after_s;
+          headers.emplace_back("retry-after", ra.str());
+        }
+        if (f.kind == "429")
+          return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
+        return reply_error(503, model, "The server is overloaded, try again later", "server_error", "overloaded");
+      }
+      if (!mid_fault) mid_fault = &f;
+    }
+
+    // Reading the body costs time in proportion to its size.
+    const double body_kb = static_cast<double>(req.body().size()) / 1024.0;
+    if (!sleep_until(arrived + from_ms(spec.parse_ms_per_kb * body_kb))) return false;
+    const auto parsed_at = Clock::now();
+
+    // Slots: FIFO admission.
+    bool cold = false;
+    {
+      std::unique_lock lock(st.mu);
+      const std::uint64_t ticket = st.next_ticket++;
+      st.queue.push_back(ticket);
+      st.cv.wait(lock, [&] {
+        return stop_flag.load() || (st.queue.front() == ticket && (spec.slots == 0 || st.busy < spec.slots));
+      });
+      if (stop_flag.load()) return false;
+      st.queue.pop_front();
+      ++st.busy;
+      const auto now = Clock::now();
+      if (spec.cold_idle_s > 0 || spec.cold_at_start) {
+        if (!st.ever_served) {
+          cold = spec.cold_at_start;
+        } else if (st.in_flight == 0 && spec.cold_idle_s > 0) {
+          cold = now - st.last_done >= from_ms(spec.cold_idle_s * 1000.0);
+        }
+      }
+      st.ever_served = true;
+      ++st.in_flight;
+      st.cv.notify_all();
+    }
+    struct SlotGuard {
+      ModelState& st;
+      ~SlotGuard() {
+        std::lock_guard lock(st.mu);
+        --st.busy;
+        --st.in_flight;
+        st.last_done = Clock::now();
+        st.cv.notify_all();
+      }
+    } guard{st};
+    const auto admitted = Clock::now();
+    const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
+    const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
+    const double first_ms = spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens) +
+                            (cold ? spec.cold_penalty_ms : 0.0) + jitter(spec.jitter_ms);
+    const auto first_at = admitted + from_ms(std::max(0.0, first_ms));
+    Clock::duration shift{};  // a planted stall pushes every later token back
+    const auto token_at = [&](int i) { return first_at + shift + from_ms(spec.decode_ms_per_token * i); };
+
+    if (spec.timing_headers) {
+      std::ostringstream st_hdr;
+      st_hdr.setf(std::ios::fixed);
+      st_hdr.precision(1);
+      st_hdr << "parse;dur=" << parse_ms << ", queue;dur=" << queue_ms;
+      headers.emplace_back("server-timing", st_hdr.str());
+      headers.emplace_back("x-queue-time", std::to_string(static_cast<long long>(queue_ms)));
+    }
+    record(ServedRequest{model, arrived, 200, rid, req.body().size()});
+
+    const std::string model_json = json(model).dump();
+    const long long created = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::string chunk_head = "{\"id\":\"chatcmpl-" + rid + "\",\"object\":\"chat.completion.chunk\",\"created\":" +
+                                   std::to_string(created) + ",\"model\":" + model_json + ",\"choices\":[";
+    const std::string finish = n_out < max_tokens ? "stop" : "length";
+
+    if (!stream_mode) {
+      if (!sleep_until(token_at(n_out - 1))) return false;
+      std::string text;
+      for (int i = 0; i < n_out; ++i) text += kWords[i % std::size(kWords)];
+      if (spec.timing_headers) {
+        const double proc = std::chrono::duration<double, std::milli>(Clock::now() - arrived).count();
+        headers.emplace_back("openai-processing-ms", std::to_string(static_cast<long long>(proc)));
+      }
+      json out = {{"id", "chatcmpl-" + rid},
+                  {"object", "chat.completion"},
+                  {"created", created},
+                  {"model", model},
+                  {"choices", json::array({{{"index", 0},
+                                            {"message", {{"role", "assistant"}, {"content", text}}},
+                                            {"finish_reason", finish}}})},
+                  {"usage",
+                   {{"prompt_tokens", prompt_tokens},
+                    {"completion_tokens", n_out},
+                    {"total_tokens", prompt_tokens + static_cast<std::size_t>(n_out)}}}};
+      return write_simple(stream, 200, out.dump(), keep, headers);
+    }
+
+    // Streamed response: headers (and the role-only chunk) at once, tokens on their schedule.
+    bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
+    res.set(bhttp::field::server, "infdoctor-fake");
+    res.set(bhttp::field::content_type, "text/event-stream");
+    res.set(bhttp::field::cache_control, "no-cache");
+    for (const auto& [k, v] : headers) res.set(k, v);
+    res.keep_alive(keep);
+    res.chunked(true);
+    bhttp::response_serializer<bhttp::empty_body> sr{res};
+    beast::error_code ec;
+    bhttp::write_header(stream, sr, ec);
+    if (ec) return false;
+    auto send = [&](const std::string& payload) {
+      net::write(stream, bhttp::make_chunk(net::buffer(payload)), ec);
+      return !ec;
+    };
+    auto event = [&](const std::string& data) { return "data: " + data + "\n\n"; };
+    if (spec.role_chunk &&
+        !send(event(chunk_head + "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}")))
+      return false;
+
+    // A buffering intermediary releases what it holds on a fixed grid after the first token.
+    std::string held;
+    auto flush_time_for = [&](Clock::time_point produced) {
+      if (spec.flush_interval_ms <= 0) return produced;
+      const auto grid = from_ms(spec.flush_interval_ms);
+      const auto k = std::max<Clock::rep>(0, (produced - first_at) / grid) + 1;
+      return first_at + grid * k;
+    };
+    Clock::time_point pending_flush{};
+    int sent = 0;
+    while (sent < n_out) {
+      const int k = std::min(spec.tokens_per_event, n_out - sent);
+      const auto produced = token_at(sent + k - 1);
+      if (mid_fault && sent + k > mid_fault->after_tokens && sent <= mid_fault->after_tokens) {
+        if (!held.empty() && (!sleep_until(pending_flush) || !send(held))) return false;
+        held.clear();
+        if (mid_fault->kind == "close_mid_stream") {
+          beast::get_lowest_layer(stream).close(ec);
+          return false;
+        }
+        if (mid_fault->kind == "error_event") {
+          if (!send(event(error_body("internal error while generating", "server_error", "internal_error")))) return false;
+          break;
+        }
+        if (mid_fault->kind == "stall") {
+          const auto stall = from_ms(mid_fault->stall_ms);
+          if (!sleep_until(std::max(Clock::now(), token_at(sent)) + stall)) return false;
+          shift += stall;
+        }
+      }
+      std::string text;
+      for (int i = sent; i < sent + k; ++i) text += kWords[i % std::size(kWords)];
+      sent += k;
+      const std::string ev =
+          event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + text + "\"},\"finish_reason\":null}]}");
+      const auto release = flush_time_for(produced);
+      if (!held.empty() && release != pending_flush) {
+        if (!sleep_until(pending_flush) || !send(held)) return false;
+        held.clear();
+      }
+      if (spec.flush_interval_ms > 0) {
+        held += ev;
+        pending_flush = release;
+      } else {
+        if (!sleep_until(release) || !send(ev)) return false;
+      }
+    }
+    if (!held.empty() && (!sleep_until(pending_flush) || !send(held))) return false;
+    std::string tail = event(chunk_head + "{\"index\":0,\"delta\":{},\"finish_reason\":\"" + finish + "\"}]}");
+    if (include_usage) {
+      tail += event(chunk_head + "],\"usage\":{\"prompt_tokens\":" + std::to_string(prompt_tokens) +
+                    ",\"completion_tokens\":" + std::to_string(sent) +
+                    ",\"total_tokens\":" + std::to_string(prompt_tokens + static_cast<std::size_t>(sent)) + "}}");
+    }
+    tail += "data: [DONE]\n\n";
+    if (!send(tail)) return false;
+    net::write(stream, bhttp::make_chunk_last(), ec);
+    return !ec && keep;
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { stop(); }
+
+core::Result<std::unique_ptr<Server>> Server::start(Scenario scenario, ServerOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->rng.seed(scenario.seed);
+  for (const auto& [name, spec] : scenario.models) {
+    auto st = std::make_unique<ModelState>();
+    st->spec = spec;
+    st->last_done = Clock::now();
+    impl->models[name] = std::move(st);
+  }
+  impl->scenario = std::move(scenario);
+  impl->options = options;
+  try {
+    if (!options.tls_cert.empty() || !options.tls_key.empty()) {
+      impl->tls = std::make_unique<ssl::context>(ssl::context::tls_server);
+      impl->tls->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3);
+      impl->tls->use_certificate_chain_file(options.tls_cert);
+      impl->tls->use_private_key_file(options.tls_key, ssl::context::pem);
+    }
+    const auto addr = net::ip::make_address(options.host);
+    tcp::endpoint ep(addr, options.port);
+    impl->acceptor.open(ep.protocol());
+    impl->acceptor.set_option(net::socket_base::reuse_address(true));
+    impl->acceptor.bind(ep);
+    impl->acceptor.listen(net::socket_base::max_listen_connections);
+    impl->port = impl->acceptor.local_endpoint().port();
+  } catch (const std::exception& e) {
+    return core::make_error(core::ErrorCode::InvalidArgument,
+                            "cannot listen on " + options.host + ":" + std::to_string(options.port), e.what());
+  }
+  Impl* raw = impl.get();
+  raw->do_accept();
+  raw->accept_thread = std::thread([raw] { raw->io.run(); });
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+std::uint16_t Server::port() const { return impl_->port; }
+const std::string& Server::host() const { return impl_->options.host; }
+
+std::string Server::base_url() const {
+  const bool ipv6 = impl_->options.host.find(':') != std::string::npos;
+  const std::string host = ipv6 ? "[" + impl_->options.host + "]" : impl_->options.host;
+  return std::string(impl_->tls ? "https" : "http") + "://" + host + ":" + std::to_string(impl_->port) + "/v1";
+}
+
+std::vector<ServedRequest> Server::served() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->log;
+}
+
+void Server::stop() {
+  Impl& im = *impl_;
+  {
+    std::lock_guard lock(im.mu);
+    if (im.stopping) return;
+    im.stopping = true;
+    im.stop_flag = true;
+    for (int fd : im.open_fds) ::shutdown(fd, SHUT_RDWR);
+  }
+  im.stop_cv.notify_all();
+  for (auto& [_, st] : im.models) {
+    std::lock_guard lock(st->mu);
+    st->cv.notify_all();
+  }
+  net::post(im.io, [&im] {
+    beast::error_code ec;
+    im.acceptor.close(ec);
+  });
+  if (im.accept_thread.joinable()) im.accept_thread.join();
+  std::list<Impl::Conn> conns;
+  {
+    std::lock_guard lock(im.mu);
+    conns.swap(im.conns);
+  }
+  for (auto& c : conns) c.thread.join();
+}
+
+}  // namespace infdoctor::fake

@@ -1,0 +1,405 @@
+#include "http/client.h"
+
+#include <curl/curl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace infdoctor::http {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+constexpr std::size_t kMaxHeaderBytes = 64u << 10;  // all response headers of one response
+constexpr std::size_t kMaxKeptHeaderValue = 1024;
+
+void ensure_curl_global() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Sockets libcurl closed, and whether each was connected when it closed. A failed transfer does
+// not record its connect time, so this tells a TLS failure from a TCP one.
+struct SocketLedger {
+  std::unordered_map<curl_socket_t, bool> closed_connected;
+};
+
+bool is_connected(curl_socket_t fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  return ::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
+}
+
+// One transfer: the easy handle, the request it serves and what was seen so far.
+struct Transfer {
+  Request* req = nullptr;
+  Response resp;
+  CURL* easy = nullptr;
+  curl_slist* header_list = nullptr;
+  curl_slist* resolve_list = nullptr;
+  char errbuf[CURL_ERROR_SIZE] = {};
+  core::SteadyTime added;                     // when handed to the multi handle
+  std::optional<core::SteadyTime> first_header;
+  std::size_t header_bytes = 0;
+  bool body_to_sink = false;                  // decided once per response, at the first body byte
+  bool decided = false;
+  std::optional<Error> abort_reason;
+  std::vector<curl_socket_t> sockets;         // opened for this transfer (several with happy eyeballs)
+
+  ~Transfer() {
+    if (easy) curl_easy_cleanup(easy);
+    curl_slist_free_all(header_list);
+    curl_slist_free_all(resolve_list);
+  }
+};
+
+curl_socket_t on_open_socket(void* user, curlsocktype, curl_sockaddr* addr) {
+  auto* t = static_cast<Transfer*>(user);
+  const curl_socket_t fd = ::socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+  if (fd >= 0) t->sockets.push_back(fd);
+  return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+// Registered on the client's ledger, which outlives every connection in libcurl's cache.
+int on_close_socket(void* user, curl_socket_t fd) {
+  auto* ledger = static_cast<SocketLedger*>(user);
+  ledger->closed_connected[fd] = is_connected(fd);
+  return ::close(fd);
+}
+
+size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const auto now = core::SteadyClock::now();
+  const size_t n = size * nmemb;
+  if (!t->first_header) t->first_header = now;
+  std::string_view line(data, n);
+  if (line.rfind("HTTP/", 0) == 0) {
+    // A new response starts (after a 1xx, or a redirect): only the last one's headers count.
+    t->resp.headers.clear();
+    t->header_bytes = 0;
+  }
+  t->header_bytes += n;
+  if (t->header_bytes > kMaxHeaderBytes) {
+    t->abort_reason = Error{ErrorCode::ResponseTooLarge, "response headers exceed 64 KiB", {}};
+    return 0;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return n;
+  std::string name = lower(trim(line.substr(0, colon)));
+  if (!is_kept_header(name)) return n;
+  std::string_view value = trim(line.substr(colon + 1));
+  if (value.size() > kMaxKeptHeaderValue) value = value.substr(0, kMaxKeptHeaderValue);
+  t->resp.headers.emplace_back(std::move(name), std::string(value));
+  return n;
+}
+
+size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const auto arrived = core::SteadyClock::now();
+  const size_t n = size * nmemb;
+  if (!t->decided) {
+    long code = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    t->body_to_sink = t->req->sink != nullptr && code >= 200 && code < 300;
+    t->decided = true;
+  }
+  if (t->body_to_sink) {
+    if (!t->req->sink->on_body(std::string_view(data, n), arrived)) {
+      t->abort_reason = Error{ErrorCode::MalformedStream, "response stream rejected by its parser", {}};
+      return 0;
+    }
+    return n;
+  }
+  if (t->resp.body.size() + n > t->req->max_body_bytes) {
+    t->abort_reason = Error{ErrorCode::ResponseTooLarge,
+                            "response body exceeds " + std::to_string(t->req->max_body_bytes) + " bytes", {}};
+    return 0;
+  }
+  t->resp.body.append(data, n);
+  return n;
+}
+
+std::optional<Micros> timer(CURL* easy, CURLINFO info) {
+  curl_off_t v = 0;
+  if (curl_easy_getinfo(easy, info, &v) != CURLE_OK || v <= 0) return std::nullopt;
+  return Micros(v);
+}
+
+// Which phase a failed transfer was in: from the error where it names one, otherwise from how far
+// libcurl's timers got (a failed transfer may not record its connect time, so the code comes first).
+std::string phase_of(ErrorCode code, const Response& r, bool tcp_connected) {
+  switch (code) {
+    case ErrorCode::ResolveFailed: return "resolve";
+    case ErrorCode::ConnectFailed: return "connect";
+    case ErrorCode::TlsFailed: return "tls";
+    default: break;
+  }
+  if (!r.connection_reused && !tcp_connected) return r.times.namelookup || !r.remote_ip.empty() ? "connect" : "resolve";
+  if (r.is_tls && !r.times.appconnect && !r.connection_reused) return "tls";
+  if (!r.times.pretransfer) return "send";
+  if (!r.times.starttransfer) return "wait";
+  return "receive";
+}
+
+ErrorCode code_of(CURLcode rc) {
+  ErrorCode code = ErrorCode::Io;
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      code = ErrorCode::ResolveFailed;
+      break;
+    case CURLE_COULDNT_CONNECT:
+      code = ErrorCode::ConnectFailed;
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      code = ErrorCode::Timeout;
+      break;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+      code = ErrorCode::TlsFailed;
+      break;
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+      code = ErrorCode::ConnectionClosed;
+      break;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      code = ErrorCode::InvalidArgument;
+      break;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+      code = ErrorCode::MalformedStream;
+      break;
+    default:
+      break;
+  }
+  return code;
+}
+
+void setup(Transfer& t, SocketLedger& ledger) {
+  Request& r = *t.req;
+  CURL* e = t.easy;
+  curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &on_open_socket);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &t);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &on_close_socket);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &ledger);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // phase timers add up over redirects
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression: byte counts are wire counts
+  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "infdoctor/0.1");
+  if (r.fresh_connection) {
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+  }
+  if (!r.tls.cacert.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, r.tls.cacert.c_str());
+  if (r.tls.insecure) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  for (const auto& h : r.headers) t.header_list = curl_slist_append(t.header_list, h.c_str());
+  // A large POST would otherwise wait for "100 Continue" and distort the phase timers.
+  t.header_list = curl_slist_append(t.header_list, "Expect:");
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.header_list);
+  for (const auto& pin : r.resolve) t.resolve_list = curl_slist_append(t.resolve_list, pin.c_str());
+  if (t.resolve_list) curl_easy_setopt(e, CURLOPT_RESOLVE, t.resolve_list);
+  if (r.method == "POST") {
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+  } else if (r.method != "GET") {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  }
+}
+
+void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
+  CURL* e = t.easy;
+  Response& r = t.resp;
+  r.times.namelookup = timer(e, CURLINFO_NAMELOOKUP_TIME_T);
+  r.times.connect = timer(e, CURLINFO_CONNECT_TIME_T);
+  r.times.appconnect = timer(e, CURLINFO_APPCONNECT_TIME_T);
+  r.times.pretransfer = timer(e, CURLINFO_PRETRANSFER_TIME_T);
+  r.times.starttransfer = timer(e, CURLINFO_STARTTRANSFER_TIME_T);
+  r.times.total = timer(e, CURLINFO_TOTAL_TIME_T);
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.http_status);
+  long version = 0;
+  curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+  switch (version) {
+    case CURL_HTTP_VERSION_1_0: r.http_version = "1.0"; break;
+    case CURL_HTTP_VERSION_1_1: r.http_version = "1.1"; break;
+    case CURL_HTTP_VERSION_2_0: r.http_version = "2"; break;
+    case CURL_HTTP_VERSION_3: r.http_version = "3"; break;
+    default: break;
+  }
+  char* ip = nullptr;
+  if (curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip) r.remote_ip = ip;
+  curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &r.remote_port);
+  long connects = 0;
+  curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+  r.connection_reused = connects == 0 && rc == CURLE_OK;
+  char* scheme = nullptr;
+  if (curl_easy_getinfo(e, CURLINFO_SCHEME, &scheme) == CURLE_OK && scheme)
+    r.is_tls = lower(scheme) == "https";
+  long req_size = 0;
+  curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &req_size);
+  curl_off_t up = 0;
+  curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &up);
+  r.bytes_sent = req_size + up;
+  long header_size = 0;
+  curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &header_size);
+  curl_off_t down = 0;
+  curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &down);
+  r.bytes_received = header_size + down;
+
+  // libcurl's timers count from its own transfer start, which lies a little after we handed the
+  // handle over. Our stamp of the first header byte and libcurl's starttransfer mark the same
+  // moment, so they put libcurl's origin on our steady clock; every stamp is then on one axis.
+  r.started = t.added;
+  if (t.first_header && r.times.starttransfer) {
+    const auto origin = *t.first_header - *r.times.starttransfer;
+    if (origin > t.added) r.started = std::chrono::time_point_cast<core::SteadyTime::duration>(origin);
+    r.start_lag = core::elapsed_us(t.added, r.started);
+  }
+  if (t.first_header) r.first_byte_at = core::elapsed_us(r.started, *t.first_header);
+
+  if (t.abort_reason) {
+    r.status = *t.abort_reason;
+    r.failed_phase = "receive";
+  } else if (rc != CURLE_OK) {
+    const ErrorCode code = code_of(rc);
+    bool tcp_connected = r.times.connect.has_value();
+    for (curl_socket_t fd : t.sockets) {
+      auto it = ledger.closed_connected.find(fd);
+      tcp_connected = tcp_connected || (it != ledger.closed_connected.end() ? it->second : is_connected(fd));
+    }
+    r.failed_phase = phase_of(code, r, tcp_connected);
+    std::string detail = t.errbuf[0] ? std::string(t.errbuf) : std::string(curl_easy_strerror(rc));
+    r.status = Error{code, std::string(core::error_info(code).text), std::move(detail)};
+  }
+}
+
+}  // namespace
+
+bool is_kept_header(std::string_view n) {
+  static constexpr std::array<std::string_view, 22> kKept = {
+      "x-request-id", "request-id", "x-amzn-requestid", "apim-request-id", "cf-ray",
+      "openai-processing-ms", "openai-model", "server-timing", "x-compute-time", "x-compute-type",
+      "x-queue-time", "x-inference-time", "x-time-per-token", "x-prompt-tokens", "x-generated-tokens",
+      "x-envoy-upstream-service-time", "retry-after", "content-type", "server", "via", "x-cache", "age"};
+  if (std::find(kKept.begin(), kKept.end(), n) != kKept.end()) return true;
+  return n.rfind("x-ratelimit-", 0) == 0;
+}
+
+std::optional<std::string> Response::header(std::string_view lower_name) const {
+  for (const auto& [k, v] : headers)
+    if (k == lower_name) return v;
+  return std::nullopt;
+}
+
+struct Client::Impl {
+  CURLM* multi = nullptr;
+  SocketLedger ledger;
+};
+
+Client::Client() : impl_(std::make_unique<Impl>()) {
+  ensure_curl_global();
+  impl_->multi = curl_multi_init();
+}
+
+Client::~Client() {
+  if (impl_->multi) curl_multi_cleanup(impl_->multi);
+}
+
+Response Client::perform(Request& request) {
+  std::vector<Request> one;
+  one.push_back(std::move(request));
+  auto out = perform_all(one);
+  request = std::move(one.front());
+  return std::move(out.front());
+}
+
+std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
+  std::vector<std::unique_ptr<Transfer>> transfers;
+  transfers.reserve(requests.size());
+  for (auto& req : requests) {
+    auto t = std::make_unique<Transfer>();
+    t->req = &req;
+    t->easy = curl_easy_init();
+    if (!t->easy) {
+      t->resp.status = Error{ErrorCode::Internal, "could not create a libcurl handle", {}};
+      transfers.push_back(std::move(t));
+      continue;
+    }
+    setup(*t, impl_->ledger);
+    curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t.get());
+    t->resp.started_wall = std::chrono::system_clock::now();
+    t->added = core::SteadyClock::now();
+    if (curl_multi_add_handle(impl_->multi, t->easy) != CURLM_OK) {
+      t->resp.status = Error{ErrorCode::Internal, "could not add a libcurl handle", {}};
+      curl_easy_cleanup(t->easy);
+      t->easy = nullptr;
+    }
+    transfers.push_back(std::move(t));
+  }
+
+  // Every transfer carries its own CURLOPT_TIMEOUT_MS, so this loop ends when the slowest one
+  // has finished or timed out.
+  int running = 0;
+  do {
+    curl_multi_perform(impl_->multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(impl_->multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      const CURLcode rc = msg->data.result;
+      curl_multi_remove_handle(impl_->multi, msg->easy_handle);
+      finish(*t, rc, impl_->ledger);
+    }
+    if (running > 0) curl_multi_poll(impl_->multi, nullptr, 0, 100, nullptr);
+  } while (running > 0);
+
+  impl_->ledger.closed_connected.clear();  // fd numbers are reused; only this call's closes matter
+  std::vector<Response> out;
+  out.reserve(transfers.size());
+  for (auto& t : transfers) out.push_back(std::move(t->resp));
+  return out;
+}
+
+}  // namespace infdoctor::http

@@ -1,0 +1,98 @@
+#pragma once
+// HTTP client on libcurl's multi interface: one request or many in parallel go through the same
+// loop. Per request it records libcurl's own phase timers (CURLINFO_*_TIME_T), its own
+// steady_clock stamps of the first response byte and of every body chunk, the headers that
+// identify or time a request, and what failed, in which phase, when something did.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace infdoctor::http {
+
+using core::Micros;
+
+// Receives a streamed response body as it arrives. Called on the thread that runs perform().
+class BodySink {
+ public:
+  virtual ~BodySink() = default;
+  // `arrived` is stamped when libcurl hands the bytes over, before anything parses them.
+  // Return false to abort the transfer (the sink keeps its own reason).
+  virtual bool on_body(std::string_view bytes, core::SteadyTime arrived) = 0;
+};
+
+struct TlsOptions {
+  std::string cacert;     // PEM bundle to trust instead of the system store
+  bool insecure = false;  // skip certificate and host name verification
+};
+
+struct Request {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"; may carry secrets, never logged
+  std::string body;
+  std::vector<std::string> resolve;  // CURLOPT_RESOLVE pins, "host:port:address"
+  TlsOptions tls;
+  bool fresh_connection = false;     // no reuse: connect and TLS are measured
+  std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds connect_timeout{10000};
+  std::size_t max_body_bytes = 8u << 20;  // cap on a body kept in Response::body
+  BodySink* sink = nullptr;  // a 2xx body streams here; otherwise it is kept in Response::body
+};
+
+// libcurl's phase timers, each counted from the start of the transfer. Absent when the phase
+// was not reached. On a reused connection DNS, connect and TLS read zero.
+struct PhaseTimes {
+  std::optional<Micros> namelookup, connect, appconnect, pretransfer, starttransfer, total;
+};
+
+struct Response {
+  core::Status status;        // transport outcome; an HTTP error status is not a transport error
+  std::string failed_phase;   // resolve, connect, tls, send, wait, receive; empty on success
+  long http_status = 0;
+  std::string http_version;   // "1.1", "2", "3"
+  std::string remote_ip;
+  long remote_port = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // lower-case names, kept ones only
+  std::string body;           // non-streamed or error body, capped at max_body_bytes
+  PhaseTimes times;
+  std::chrono::system_clock::time_point started_wall;
+  core::SteadyTime started;   // steady stamp of libcurl's transfer start (see client.cpp)
+  std::optional<Micros> first_byte_at;  // our stamp of the first header byte, from `started`
+  std::optional<Micros> start_lag;      // from handing the request to libcurl to its transfer start
+  std::int64_t bytes_sent = 0;      // request headers and body
+  std::int64_t bytes_received = 0;  // response headers and body
+  bool connection_reused = false;
+  bool is_tls = false;
+
+  std::optional<std::string> header(std::string_view lower_name) const;
+};
+
+// Response headers worth keeping: ids and server-side timing signals of the common servers.
+bool is_kept_header(std::string_view lower_name);
+
+class Client {
+ public:
+  Client();
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Runs every request in parallel and returns one response per request, in order. Connections
+  // stay cached in this client between calls, so a later request may reuse one.
+  std::vector<Response> perform_all(std::vector<Request>& requests);
+  Response perform(Request& request);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace infdoctor::http

@@ -1,0 +1,186 @@
+#include "api/openai.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace infdoctor::api {
+namespace {
+
+using nlohmann::json;
+
+std::string read_stream(const std::string& name) {
+  std::ifstream in(std::string(INFDOCTOR_FIXTURES) + "/streams/" + name, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Feeds a recorded stream split at `split`, each half stamped with its own arrival time.
+ChatStream feed(const std::string& s, std::size_t split, core::SteadyTime t0) {
+  ChatStream cs;
+  CHECK(cs.on_body(std::string_view(s).substr(0, split), t0));
+  CHECK(cs.on_body(std::string_view(s).substr(split), t0 + std::chrono::milliseconds(10)));
+  cs.finish();
+  return cs;
+}
+
+}  // namespace
+
+TEST_CASE("chat request body") {
+  ChatRequest r;
+  r.model = "m1";
+  r.prompt = "hi \"there\"";
+  r.max_tokens = 7;
+  const json j = json::parse(build_chat_body(r));
+  CHECK(j["model"] == "m1");
+  CHECK(j["messages"][0]["role"] == "user");
+  CHECK(j["messages"][0]["content"] == "hi \"there\"");
+  CHECK(j["max_tokens"] == 7);
+  CHECK(j["stream"] == true);
+  CHECK(j["stream_options"]["include_usage"] == true);
+  CHECK(j["temperature"] == 0.0);
+
+  SUBCASE("non-streamed requests ask for no stream options") {
+    r.stream = false;
+    const json k = json::parse(build_chat_body(r));
+    CHECK(k["stream"] == false);
+    CHECK_FALSE(k.contains("stream_options"));
+  }
+  SUBCASE("padding grows the body but not what it says") {
+    const std::string plain = build_chat_body(r);
+    r.pad_bytes = 10000;
+    const std::string padded = build_chat_body(r);
+    CHECK(padded.size() == plain.size() + 10000);
+    CHECK(json::parse(padded) == json::parse(plain));
+  }
+}
+
+TEST_CASE("synthetic prompt has the asked number of words") {
+  for (int n : {0, 1, 5, 64, 1000}) {
+    const std::string p = synthetic_prompt(n);
+    std::istringstream in(p);
+    int words = 0;
+    for (std::string w; in >> w;) ++words;
+    CHECK(words == n);
+  }
+}
+
+TEST_CASE("error bodies of the common servers") {
+  struct Case {
+    const char* name;
+    const char* body;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"openai", R"({"error":{"message":"Rate limit reached","type":"rate_limit_error","param":null,"code":"rate_limit_exceeded"}})",
+       "Rate limit reached"},
+      {"vllm", R"({"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404})",
+       "The model `x` does not exist."},
+      {"tgi", R"({"error":"Input validation error: `max_new_tokens` must be > 0","error_type":"validation"})",
+       "Input validation error: `max_new_tokens` must be > 0"},
+  };
+  for (const auto& c : cases) {
+    SUBCASE(c.name) {
+      auto e = parse_error_body(c.body);
+      REQUIRE(e.has_value());
+      CHECK(e->message == c.message);
+    }
+  }
+  CHECK_FALSE(parse_error_body("<html>Bad Gateway</html>").has_value());
+  CHECK_FALSE(parse_error_body("").has_value());
+  CHECK_FALSE(parse_error_body(R"({"choices":[]})").has_value());
+  auto openai = parse_error_body(cases[0].body);
+  CHECK(openai->type == "rate_limit_error");
+  CHECK(openai->code == "rate_limit_exceeded");
+}
+
+TEST_CASE("non-streamed response") {
+  auto r = parse_chat_response(
+      R"({"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}})");
+  REQUIRE(r.ok());
+  CHECK(r->content == "Hi");
+  CHECK(r->finish_reason == "stop");
+  CHECK(r->usage.prompt_tokens == 3);
+  CHECK(r->usage.completion_tokens == 1);
+  CHECK_FALSE(parse_chat_response("not json").ok());
+  CHECK_FALSE(parse_chat_response(R"({"choices":[]})").ok());
+  auto err = parse_chat_response(R"({"error":{"message":"boom"}})");
+  REQUIRE_FALSE(err.ok());
+  CHECK(err.error().code == core::ErrorCode::StreamError);
+}
+
+TEST_CASE("streamed responses: content events, usage, the end") {
+  const auto t0 = core::SteadyClock::now();
+  struct Case {
+    const char* file;
+    std::size_t content_events;
+    std::optional<std::int64_t> completion_tokens;
+    bool done;
+    bool error;
+    const char* finish;
+  };
+  const Case cases[] = {
+      {"openai.sse", 5, 5, true, false, "stop"},      // the role-only first chunk is not a token
+      {"vllm.sse", 6, 6, true, false, "length"},      // reasoning counts, the empty final content does not
+      {"llamacpp.sse", 3, 3, true, false, "stop"},
+      {"proxy_crlf.sse", 3, std::nullopt, true, false, "tool_calls"},  // tool-call deltas are content
+      {"error_mid.sse", 2, std::nullopt, false, true, ""},
+  };
+  for (const auto& c : cases) {
+    SUBCASE(c.file) {
+      const std::string s = read_stream(c.file);
+      for (std::size_t split = 0; split <= s.size(); split += 3) {
+        CAPTURE(split);
+        ChatStream cs = feed(s, split, t0);
+        CHECK(cs.content_event_times().size() == c.content_events);
+        CHECK(cs.usage().completion_tokens == c.completion_tokens);
+        CHECK(cs.done_seen() == c.done);
+        CHECK(cs.stream_error().has_value() == c.error);
+        CHECK(cs.finish_reason() == c.finish);
+        CHECK(cs.malformed_count() == 0);
+        CHECK_FALSE(cs.truncated());
+      }
+    }
+  }
+}
+
+TEST_CASE("content events are stamped with their arrival, not with parse time") {
+  const std::string s = read_stream("openai.sse");
+  const auto t0 = core::SteadyClock::now();
+  const std::size_t second_content = s.find("data:", s.find("Hello"));  // start of " there"
+  ChatStream cs = feed(s, second_content, t0);
+  REQUIRE(cs.content_event_times().size() == 5);
+  CHECK(cs.content_event_times()[0] == t0);
+  CHECK(cs.content_event_times()[1] == t0 + std::chrono::milliseconds(10));
+  CHECK(*cs.first_event_at() == t0);  // the role chunk: first event, not first token
+  CHECK(cs.text() == "Hello there, café 你好!");
+}
+
+TEST_CASE("llama.cpp timings and error details are kept") {
+  ChatStream ll = feed(read_stream("llamacpp.sse"), 0, core::SteadyClock::now());
+  CHECK(ll.server_timings()["predicted_per_token_ms"] == doctest::Approx(20.3));
+  ChatStream em = feed(read_stream("error_mid.sse"), 0, core::SteadyClock::now());
+  REQUIRE(em.stream_error().has_value());
+  CHECK(em.stream_error()->message == "upstream overloaded");
+}
+
+TEST_CASE("malformed streams are counted, never thrown") {
+  ChatStream cs;
+  const auto t = core::SteadyClock::now();
+  cs.on_body("data: {not json}\n\ndata: [1,2]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n", t);
+  cs.on_body("data: {\"choices\":[{\"delta\":{\"content\":\"cut", t);
+  cs.finish();
+  CHECK(cs.malformed_count() == 3);  // two bad events and the truncated one
+  CHECK(cs.truncated());
+  CHECK(cs.content_event_times().size() == 1);
+  ChatStream odd;
+  odd.on_body("data: {\"choices\":[null, 3, {\"delta\":null}, {\"delta\":{\"content\":7}}],\"usage\":{\"completion_tokens\":-4}}\n\n", t);
+  odd.finish();
+  CHECK(odd.content_event_times().empty());
+  CHECK_FALSE(odd.usage().completion_tokens.has_value());
+}
+
+}  // namespace infdoctor::api

@@ -1,0 +1,122 @@
+#include "api/sample.h"
+
+#include <doctest/doctest.h>
+
+namespace infdoctor::api {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string content_event(const std::string& text) {
+  return "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + text + "\"}}]}\n\n";
+}
+
+http::Response ok_response(core::SteadyTime started) {
+  http::Response r;
+  r.http_status = 200;
+  r.started = started;
+  r.is_tls = true;
+  r.times.namelookup = core::Micros(1000);
+  r.times.connect = core::Micros(3000);
+  r.times.appconnect = core::Micros(9000);
+  r.times.pretransfer = core::Micros(9100);
+  r.times.starttransfer = core::Micros(20000);
+  r.times.total = core::Micros(400000);
+  r.headers = {{"x-request-id", "req-1"}, {"x-queue-time", "5"}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a streamed sample: phases, TTFT, TPOT, inter-token gaps") {
+  const auto t0 = core::SteadyClock::now();
+  http::Response r = ok_response(t0);
+  ChatStream cs;
+  cs.on_body("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n", t0 + 20ms);
+  cs.on_body(content_event("a"), t0 + 100ms);
+  cs.on_body(content_event("b") + content_event("c"), t0 + 130ms);  // one chunk, two events
+  cs.on_body(content_event("d"), t0 + 190ms);
+  cs.on_body("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n",
+             t0 + 250ms);
+  cs.finish();
+  const RequestSample s = make_sample(r, &cs, "m");
+  CHECK(s.ok);
+  CHECK(s.request_id == "req-1");
+  CHECK(*s.dns_ms == doctest::Approx(1.0));
+  CHECK(*s.connect_ms == doctest::Approx(2.0));
+  CHECK(*s.tls_ms == doctest::Approx(6.0));
+  CHECK(*s.ttfb_ms == doctest::Approx(20.0));
+  CHECK(*s.server_wait_ms == doctest::Approx(10.9));
+  CHECK(*s.first_event_ms == doctest::Approx(20.0));
+  CHECK(*s.ttft_ms == doctest::Approx(100.0));   // the role-only chunk is not the first token
+  CHECK(*s.total_ms == doctest::Approx(190.0));  // the last content event, not the usage chunk
+  CHECK(*s.output_tokens == 7);
+  CHECK(s.tokens_from_usage);
+  CHECK(*s.prompt_tokens == 11);
+  CHECK(*s.events_per_token == doctest::Approx(4.0 / 7.0));
+  CHECK(*s.tpot_ms == doctest::Approx(90.0 / 6.0));
+  REQUIRE(s.itl_ms.size() == 3);
+  CHECK(s.itl_ms[0] == doctest::Approx(30.0));
+  CHECK(s.itl_ms[1] == doctest::Approx(0.0));
+  CHECK(s.itl_ms[2] == doctest::Approx(60.0));
+  const auto j = to_json(s);
+  CHECK(j["ttft_ms"] == doctest::Approx(100.0));
+  CHECK(j["error"].is_null());
+}
+
+TEST_CASE("reused connections report no connect phases; HTTP errors carry the provider's words") {
+  const auto t0 = core::SteadyClock::now();
+  http::Response r = ok_response(t0);
+  r.connection_reused = true;
+  r.http_status = 429;
+  r.body = R"({"error":{"message":"Rate limit reached","type":"rate_limit_error"}})";
+  r.headers.emplace_back("retry-after", "2");
+  ChatStream cs;
+  cs.finish();
+  const RequestSample s = make_sample(r, &cs, "m");
+  CHECK_FALSE(s.ok);
+  CHECK(s.error == "http_status");
+  CHECK(s.failed_phase == "http");
+  CHECK(s.error_message == "HTTP 429: Rate limit reached (retry-after 2)");
+  CHECK_FALSE(s.dns_ms.has_value());
+  CHECK_FALSE(s.connect_ms.has_value());
+  CHECK_FALSE(s.tls_ms.has_value());
+  CHECK(to_json(s)["dns_ms"].is_null());
+}
+
+TEST_CASE("stream faults fail the sample but keep what was measured") {
+  const auto t0 = core::SteadyClock::now();
+  SUBCASE("error event") {
+    ChatStream cs;
+    cs.on_body(content_event("a"), t0 + 50ms);
+    cs.on_body("data: {\"error\":{\"message\":\"overloaded\"}}\n\n", t0 + 60ms);
+    cs.finish();
+    const RequestSample s = make_sample(ok_response(t0), &cs, "m");
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "stream_error");
+    CHECK(*s.ttft_ms == doctest::Approx(50.0));
+  }
+  SUBCASE("not an event stream") {
+    ChatStream cs;
+    cs.on_body("<html>gateway</html>", t0 + 5ms);
+    cs.finish();
+    const RequestSample s = make_sample(ok_response(t0), &cs, "m");
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "malformed_stream");
+  }
+  SUBCASE("transport failure") {
+    http::Response r = ok_response(t0);
+    r.status = core::Error{core::ErrorCode::ConnectionClosed, "connection closed early (receive)", "transfer closed"};
+    r.failed_phase = "receive";
+    ChatStream cs;
+    cs.on_body(content_event("a"), t0 + 50ms);
+    cs.finish();
+    const RequestSample s = make_sample(r, &cs, "m");
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "connection_closed");
+    CHECK(s.failed_phase == "receive");
+    CHECK(s.content_events == 1);
+  }
+}
+
+}  // namespace infdoctor::api

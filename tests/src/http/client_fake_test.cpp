@@ -1,0 +1,218 @@
+// The client measured against the fake provider over loopback: planted delays must come back as
+// measured numbers within tolerance, and faults as failures with their phase.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "api/chat.h"
+#include "stats/summary.h"
+#include "support/fake_process.h"
+
+namespace infdoctor {
+namespace {
+
+using namespace std::chrono_literals;
+
+api::Endpoint endpoint_for(const fake::Server& s, bool tls) {
+  api::Endpoint ep;
+  ep.base_url = s.base_url();
+  if (tls) ep.tls.cacert = test::ca_pem();
+  ep.timeout = 20s;
+  return ep;
+}
+
+api::ChatRequest chat(const std::string& model, int max_tokens) {
+  api::ChatRequest c;
+  c.model = model;
+  c.prompt = "say something";
+  c.max_tokens = max_tokens;
+  return c;
+}
+
+const char* kPlanted = R"({"models": {"m": {"overhead_ms": 300, "decode_ms_per_token": 20}}})";
+
+}  // namespace
+
+TEST_CASE("planted TTFT 300 ms and 20 ms per token over 64 tokens come back measured") {
+  for (const bool tls : {false, true}) {
+    SUBCASE(tls ? "TLS" : "plain") {
+      auto server = test::start_fake(kPlanted, tls);
+      http::Client client;
+      const auto s = api::run_chat(client, endpoint_for(*server, tls), chat("m", 64), /*fresh=*/true);
+      REQUIRE_MESSAGE(s.ok, s.error_message);
+      REQUIRE(s.ttft_ms.has_value());
+      CHECK(*s.ttft_ms == doctest::Approx(300.0).epsilon(0.05));
+      const auto itl = stats::summarize(s.itl_ms);
+      REQUIRE(itl.p50.has_value());
+      CHECK(std::abs(*itl.p50 - 20.0) < 2.0);
+      CHECK(*s.output_tokens == 64);
+      CHECK(s.content_events == 64);
+      CHECK(s.itl_ms.size() == 63);
+      CHECK(*s.tpot_ms == doctest::Approx(20.0).epsilon(0.05));
+      CHECK(*s.total_ms == doctest::Approx(300.0 + 63 * 20.0).epsilon(0.05));
+      CHECK(s.request_id.rfind("req-", 0) == 0);
+      CHECK(s.remote_ip == "127.0.0.1");
+      CHECK(s.http_version == "1.1");
+      // The headers and the role-only chunk come at once; the first token does not.
+      CHECK(*s.ttfb_ms < 100.0);
+      CHECK(*s.first_event_ms < 100.0);
+      if (tls) {
+        REQUIRE(s.tls_ms.has_value());
+        CHECK(*s.tls_ms > 0.0);
+      } else {
+        CHECK_FALSE(s.tls_ms.has_value());
+      }
+    }
+  }
+}
+
+TEST_CASE("a second request on the same client reuses the connection") {
+  auto server = test::start_fake(R"({"models": {"m": {}}})");
+  http::Client client;
+  const auto ep = endpoint_for(*server, false);
+  const auto a = api::run_chat(client, ep, chat("m", 4));
+  const auto b = api::run_chat(client, ep, chat("m", 4));
+  REQUIRE(a.ok);
+  REQUIRE(b.ok);
+  CHECK_FALSE(a.connection_reused);
+  CHECK(b.connection_reused);
+  CHECK_FALSE(b.connect_ms.has_value());
+  const auto c = api::run_chat(client, ep, chat("m", 4), /*fresh=*/true);
+  CHECK_FALSE(c.connection_reused);
+}
+
+TEST_CASE("parallel streams through one multi handle") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 100, "decode_ms_per_token": 10}}})");
+  http::Client client;
+  std::vector<api::ChatRequest> chats(8, chat("m", 16));
+  const auto t0 = core::SteadyClock::now();
+  const auto samples = api::run_chats(client, endpoint_for(*server, false), chats);
+  const double wall_ms = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+  REQUIRE(samples.size() == 8);
+  for (const auto& s : samples) {
+    CHECK(s.ok);
+    CHECK(*s.output_tokens == 16);
+    CHECK(*s.ttft_ms == doctest::Approx(100.0).epsilon(0.10));
+  }
+  // In parallel the batch takes about one request's time (100 + 15*10 ms), not eight.
+  CHECK(wall_ms < 2 * 250.0);
+}
+
+TEST_CASE("slots=1 serves requests one after another") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 100, "slots": 1}}})");
+  http::Client client;
+  std::vector<api::ChatRequest> chats(3, chat("m", 1));
+  auto samples = api::run_chats(client, endpoint_for(*server, false), chats);
+  std::vector<double> ttft;
+  for (const auto& s : samples) {
+    REQUIRE(s.ok);
+    ttft.push_back(*s.ttft_ms);
+  }
+  std::sort(ttft.begin(), ttft.end());
+  CHECK(ttft[0] == doctest::Approx(100).epsilon(0.15));
+  CHECK(ttft[1] == doctest::Approx(200).epsilon(0.15));
+  CHECK(ttft[2] == doctest::Approx(300).epsilon(0.15));
+}
+
+TEST_CASE("a buffering intermediary: several tokens per event") {
+  auto server = test::start_fake(R"({"models": {"m": {"decode_ms_per_token": 5, "tokens_per_event": 4}}})");
+  http::Client client;
+  const auto s = api::run_chat(client, endpoint_for(*server, false), chat("m", 32));
+  REQUIRE(s.ok);
+  CHECK(*s.output_tokens == 32);
+  CHECK(s.content_events == 8);
+  CHECK(*s.events_per_token == doctest::Approx(0.25));
+}
+
+TEST_CASE("failures are data, with their phase") {
+  SUBCASE("unknown model: 404 with the provider's message") {
+    auto server = test::start_fake(kPlanted);
+    http::Client client;
+    const auto s = api::run_chat(client, endpoint_for(*server, false), chat("nope", 4));
+    CHECK_FALSE(s.ok);
+    CHECK(s.http_status == 404);
+    CHECK(s.error == "http_status");
+    CHECK(s.error_message.find("The model `nope` does not exist") != std::string::npos);
+  }
+  SUBCASE("refused port") {
+    std::uint16_t port;
+    {
+      auto server = test::start_fake(kPlanted);
+      port = server->port();
+    }
+    http::Client client;
+    api::Endpoint ep;
+    ep.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+    const auto s = api::run_chat(client, ep, chat("m", 4));
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "connect_failed");
+    CHECK(s.failed_phase == "connect");
+  }
+  SUBCASE("a stall past the deadline times out in the receive phase, on time") {
+    auto server = test::start_fake(
+        R"({"models": {"m": {"decode_ms_per_token": 1, "faults": [{"kind": "stall", "every": 1, "after_tokens": 2, "stall_ms": 10000}]}}})");
+    http::Client client;
+    auto ep = endpoint_for(*server, false);
+    ep.timeout = 700ms;
+    const auto t0 = core::SteadyClock::now();
+    const auto s = api::run_chat(client, ep, chat("m", 8));
+    const double took_ms = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "timeout");
+    CHECK(s.failed_phase == "receive");
+    CHECK(s.content_events == 2);  // what came before the stall is kept
+    CHECK(took_ms < 700 + 500);
+  }
+  SUBCASE("close mid-stream") {
+    auto server = test::start_fake(
+        R"({"models": {"m": {"faults": [{"kind": "close_mid_stream", "every": 1, "after_tokens": 3}]}}})");
+    http::Client client;
+    const auto s = api::run_chat(client, endpoint_for(*server, false), chat("m", 8));
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "connection_closed");
+    CHECK(s.content_events == 3);
+  }
+  SUBCASE("error event mid-stream") {
+    auto server = test::start_fake(
+        R"({"models": {"m": {"faults": [{"kind": "error_event", "every": 1, "after_tokens": 2}]}}})");
+    http::Client client;
+    const auto s = api::run_chat(client, endpoint_for(*server, false), chat("m", 8));
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "stream_error");
+    CHECK(s.content_events == 2);
+  }
+  SUBCASE("429 with Retry-After") {
+    auto server = test::start_fake(R"({"models": {"m": {"faults": [{"kind": "429", "first": 1, "retry_after_s": 2}]}}})");
+    http::Client client;
+    const auto ep = endpoint_for(*server, false);
+    const auto a = api::run_chat(client, ep, chat("m", 2));
+    CHECK(a.http_status == 429);
+    CHECK(a.headers.at("retry-after") == "2");
+    const auto b = api::run_chat(client, ep, chat("m", 2));
+    CHECK(b.ok);
+  }
+  SUBCASE("TLS without the CA: verification fails in the TLS phase") {
+    auto server = test::start_fake(kPlanted, /*tls=*/true);
+    http::Client client;
+    api::Endpoint ep;
+    ep.base_url = server->base_url();
+    const auto s = api::run_chat(client, ep, chat("m", 2));
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "tls_failed");
+    CHECK(s.failed_phase == "tls");
+  }
+}
+
+TEST_CASE("non-streamed requests") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 50, "decode_ms_per_token": 5}}})");
+  http::Client client;
+  auto c = chat("m", 10);
+  c.stream = false;
+  const auto s = api::run_chat(client, endpoint_for(*server, false), c);
+  REQUIRE(s.ok);
+  CHECK(*s.output_tokens == 10);
+  CHECK_FALSE(s.ttft_ms.has_value());  // no stream, no first token
+  CHECK(*s.total_ms == doctest::Approx(50 + 9 * 5).epsilon(0.2));
+}
+
+}  // namespace infdoctor
