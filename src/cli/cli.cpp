@@ -20,6 +20,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "infdoctor 0.1.0");
   std::function<int()> chosen;
   add_probe_command(app, chosen);
+  add_run_command(app, chosen);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

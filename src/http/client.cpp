@@ -1,6 +1,8 @@
 #include "http/client.h"
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -87,11 +89,38 @@ int on_close_socket(void* user, curl_socket_t fd) {
   return ::close(fd);
 }
 
+// Reads the negotiated TLS parameters while the connection is alive (libcurl's OpenSSL backend).
+std::optional<TlsInfo> read_tls(CURL* easy) {
+  curl_tlssessioninfo* info = nullptr;
+  if (curl_easy_getinfo(easy, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || !info ||
+      info->backend != CURLSSLBACKEND_OPENSSL || !info->internals)
+    return std::nullopt;
+  SSL* ssl = static_cast<SSL*>(info->internals);
+  TlsInfo t;
+  t.version = SSL_get_version(ssl);
+  if (const char* c = SSL_get_cipher_name(ssl)) t.cipher = c;
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_len = 0;
+  SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+  if (alpn) t.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
+  if (STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl)) {
+    t.chain_count = sk_X509_num(chain);
+    for (int i = 0; i < t.chain_count; ++i) {
+      const int len = i2d_X509(sk_X509_value(chain, i), nullptr);
+      if (len > 0) t.chain_bytes += len;
+    }
+  }
+  return t;
+}
+
 size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const auto now = core::SteadyClock::now();
   const size_t n = size * nmemb;
-  if (!t->first_header) t->first_header = now;
+  if (!t->first_header) {
+    t->first_header = now;
+    t->resp.tls = read_tls(t->easy);
+  }
   std::string_view line(data, n);
   if (line.rfind("HTTP/", 0) == 0) {
     // A new response starts (after a 1xx, or a redirect): only the last one's headers count.

@@ -53,6 +53,15 @@ struct PhaseTimes {
   std::optional<Micros> namelookup, connect, appconnect, pretransfer, starttransfer, total;
 };
 
+// What the TLS handshake settled, read from the live connection.
+struct TlsInfo {
+  std::string version;  // "TLSv1.3"
+  std::string cipher;
+  std::string alpn;     // "h2", "http/1.1" or empty
+  int chain_count = 0;  // certificates the server sent
+  int chain_bytes = 0;  // their DER size
+};
+
 struct Response {
   core::Status status;        // transport outcome; an HTTP error status is not a transport error
   std::string failed_phase;   // resolve, connect, tls, send, wait, receive; empty on success
@@ -71,6 +80,7 @@ struct Response {
   std::int64_t bytes_received = 0;  // response headers and body
   bool connection_reused = false;
   bool is_tls = false;
+  std::optional<TlsInfo> tls;
 
   std::optional<std::string> header(std::string_view lower_name) const;
 };

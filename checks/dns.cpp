@@ -1,0 +1,156 @@
+// checks/dns.cpp. Measures: how long each resolver takes to answer A and AAAA queries for the API
+// host, `dns.samples` fresh queries each through c-ares (no cache, no hosts file, no search list),
+// and what it answers: addresses, TTLs, NXDOMAIN, SERVFAIL, REFUSED, timeouts, retried queries.
+// Resolvers: every nameserver of /etc/resolv.conf (unless dns.system=0) and every --resolver.
+// Cannot tell: what a caching daemon in front of them (nscd, systemd-resolved) would add or save.
+// Emits, for the first resolver (the one the system asks first): dns.{p50_ms,p90_ms,max_ms,
+// samples_count}; over all resolvers: failures, retries, resolvers and addresses counts.
+#include <set>
+
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "dns/resolver.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "dns",
+    "DNS resolution",
+    "How long each resolver takes to resolve the API host, and what it answers.",
+    {{"dns.p50_ms", "ms", "median lookup time, first resolver"},
+     {"dns.p90_ms", "ms", "90th percentile lookup time, first resolver"},
+     {"dns.max_ms", "ms", "slowest lookup, first resolver"},
+     {"dns.samples_count", "count", "answered lookups, first resolver"},
+     {"dns.failures_count", "count", "lookups that failed, all resolvers"},
+     {"dns.timeouts_count", "count", "lookups that timed out, all resolvers"},
+     {"dns.nxdomain_count", "count", "NXDOMAIN answers, all resolvers"},
+     {"dns.servfail_count", "count", "SERVFAIL answers, all resolvers"},
+     {"dns.refused_count", "count", "REFUSED answers, all resolvers"},
+     {"dns.retries_count", "count", "answered lookups that needed a retry after a lost query"},
+     {"dns.resolvers_count", "count", "resolvers asked"},
+     {"dns.addresses_count", "count", "distinct addresses answered"},
+     {"dns.worst_p50_ms", "ms", "the slowest resolver's median"},
+     {"dns.min_ttl_s", "s", "smallest TTL answered"}}};
+
+class DnsCheck final : public Check {
+ public:
+  explicit DnsCheck(const Options& o)
+      : samples_(o.get_int(kInfo.id, "samples", 5, 1, 1000)),
+        timeout_ms_(o.get_int(kInfo.id, "timeout_ms", 2000, 10, 60000)),
+        tries_(o.get_int(kInfo.id, "tries", 2, 1, 10)),
+        use_system_(o.get_int(kInfo.id, "system", 1, 0, 1) == 1) {
+    for (const auto& r : o.get_list(kInfo.id, "resolvers")) resolvers_.push_back(r);
+  }
+  const CheckInfo& info() const override { return kInfo; }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    const Target& t = ctx.target();
+    if (t.host_is_ip) {
+      ctx.set_addresses({t.host});
+      return out.skip("the API host is an IP address: nothing to resolve");
+    }
+    std::vector<dns::Server> servers;
+    if (use_system_) {
+      auto sys = dns::system_servers();
+      if (sys.ok()) servers = sys.value();
+    }
+    for (const auto& text : resolvers_) {
+      auto s = dns::parse_server(text);
+      if (!s.ok()) return out.fail(s.error());
+      servers.push_back(s.value());
+    }
+    if (servers.empty()) return out.skip("no resolver configured (none in /etc/resolv.conf, no --resolver)");
+
+    const dns::QueryOptions qo{std::chrono::milliseconds(timeout_ms_), tries_};
+    std::map<std::string, int> failures;  // token -> count, all resolvers
+    int retries = 0;
+    std::vector<std::string> v4, v6;
+    std::set<std::string> seen;
+    std::optional<int> min_ttl;
+    std::optional<double> worst_p50;
+    nlohmann::json per_resolver = nlohmann::json::array();
+    std::optional<core::Error> first_error;
+    for (std::size_t si = 0; si < servers.size(); ++si) {
+      const dns::Server& server = servers[si];
+      std::vector<double> took;
+      std::map<std::string, int> server_failures;
+      std::set<std::string> server_addrs;
+      for (int i = 0; i < samples_; ++i) {
+        for (const dns::Family fam : {dns::Family::A, dns::Family::AAAA}) {
+          if (core::SteadyClock::now() >= ctx.deadline()) break;
+          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + t.host + " via " + server.text());
+          const dns::Lookup l = dns::query(server, t.host, fam, qo);
+          const double ms = core::to_ms(l.elapsed);
+          nlohmann::json sample = {{"resolver", server.text()}, {"family", dns::family_name(fam)},
+                                   {"ms", ms},                  {"timeouts", l.timeouts},
+                                   {"status", l.status.ok() ? "ok" : std::string(l.status.error().token())}};
+          nlohmann::json answers = nlohmann::json::array();
+          for (const auto& r : l.records) answers.push_back({{"address", r.address}, {"ttl_s", r.ttl_s}});
+          sample["answers"] = answers;
+          out.samples.push_back(sample);
+          // NODATA (no AAAA for an IPv4-only name) is a complete, valid answer: it counts as a lookup.
+          const bool answered = l.status.ok() || l.status.error().code == core::ErrorCode::DnsNoData;
+          if (answered) {
+            took.push_back(ms);
+            if (l.timeouts > 0) ++retries;
+          } else {
+            const std::string tok(l.status.error().token());
+            ++failures[tok];
+            ++server_failures[tok];
+            if (!first_error) first_error = l.status.error();
+          }
+          for (const auto& r : l.records) {
+            server_addrs.insert(r.address);
+            min_ttl = min_ttl ? std::min(*min_ttl, r.ttl_s) : r.ttl_s;
+            if (seen.insert(r.address).second) (fam == dns::Family::A ? v4 : v6).push_back(r.address);
+          }
+        }
+      }
+      const stats::Summary sum = stats::summarize(took);
+      if (si == 0) out.add_summary("", "ms", took);
+      if (sum.p50) worst_p50 = worst_p50 ? std::max(*worst_p50, *sum.p50) : *sum.p50;
+      nlohmann::json row = {{"resolver", server.text()},
+                            {"samples_count", sum.count},
+                            {"p50_ms", sum.p50 ? nlohmann::json(*sum.p50) : nlohmann::json(nullptr)},
+                            {"max_ms", sum.max ? nlohmann::json(*sum.max) : nlohmann::json(nullptr)},
+                            {"failures", server_failures},
+                            {"addresses", server_addrs}};
+      per_resolver.push_back(row);
+    }
+    // IPv4 first: most clients try it first, and path and transport probe in this order.
+    std::vector<std::string> addresses = v4;
+    addresses.insert(addresses.end(), v6.begin(), v6.end());
+    int failed = 0;
+    for (const auto& [_, n] : failures) failed += n;
+    out.set("failures_count", failed);
+    out.set("timeouts_count", failures["dns_timeout"]);
+    out.set("nxdomain_count", failures["dns_nxdomain"]);
+    out.set("servfail_count", failures["dns_servfail"]);
+    out.set("refused_count", failures["dns_refused"]);
+    out.set("retries_count", retries);
+    out.set("resolvers_count", static_cast<double>(servers.size()));
+    out.set("addresses_count", static_cast<double>(addresses.size()));
+    if (worst_p50) out.set("worst_p50_ms", *worst_p50);
+    if (min_ttl) out.set("min_ttl_s", *min_ttl);
+    out.details["resolvers"] = per_resolver;
+    out.details["addresses"] = addresses;
+    ctx.set_addresses(addresses);
+    if (addresses.empty() && first_error) return out.fail(*first_error);  // no resolver gave an address
+    return out;
+  }
+
+ private:
+  int samples_;
+  int timeout_ms_;
+  int tries_;
+  bool use_system_;
+  std::vector<std::string> resolvers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_dns_check(const Options& o) { return std::make_unique<DnsCheck>(o); }
+
+}  // namespace infdoctor::checks

@@ -1,0 +1,195 @@
+// checks/path.cpp. Measures, per resolved address (up to path.max_addresses): TCP connect time to
+// the API port ("TCP ping": SYN to SYN-ACK, one round trip; a RST counts as an answer too), ICMP
+// echo where the socket is permitted, and a traceroute-style hop table (UDP, or TCP SYN with
+// path.trace=tcp, rising TTL, errors read through IP_RECVERR as tracepath(8) does; no root).
+// Cannot tell: which direction of the path is slow, or delay inside the server's own host.
+// Emits, for the first address: path.{tcp_rtt_p50_ms,tcp_rtt_p90_ms,tcp_rtt_max_ms,
+// tcp_rtt_samples_count,tcp_loss_ratio,icmp_rtt_p50_ms,icmp_loss_ratio,hops_count,
+// last_hop_rtt_ms}; over all addresses: path.rtt_spread_ms.
+#include <thread>
+
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "net/probes.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "path",
+    "Network path",
+    "Round-trip time and loss to the API's addresses, and the hops on the way.",
+    {{"path.tcp_rtt_p50_ms", "ms", "median TCP connect time to the API port"},
+     {"path.tcp_rtt_p90_ms", "ms", "90th percentile TCP connect time"},
+     {"path.tcp_rtt_max_ms", "ms", "slowest TCP connect"},
+     {"path.tcp_rtt_samples_count", "count", "TCP connects that got an answer"},
+     {"path.tcp_loss_ratio", "ratio", "TCP connects with no answer in time"},
+     {"path.icmp_rtt_p50_ms", "ms", "median ICMP echo round trip"},
+     {"path.icmp_rtt_samples_count", "count", "ICMP echo replies"},
+     {"path.icmp_loss_ratio", "ratio", "ICMP echoes with no reply"},
+     {"path.hops_count", "count", "hops to the destination"},
+     {"path.last_hop_rtt_ms", "ms", "median round trip of the last hop"},
+     {"path.rtt_spread_ms", "ms", "slowest address's median TCP RTT minus the fastest's"},
+     {"path.addresses_count", "count", "addresses probed"}}};
+
+class PathCheck final : public Check {
+ public:
+  explicit PathCheck(const Options& o)
+      : samples_(o.get_int(kInfo.id, "samples", 10, 1, 1000)),
+        timeout_ms_(o.get_int(kInfo.id, "timeout_ms", 2000, 10, 60000)),
+        interval_ms_(o.get_int(kInfo.id, "interval_ms", 50, 0, 10000)),
+        icmp_(o.get_int(kInfo.id, "icmp", 1, 0, 1) == 1),
+        trace_(o.get_choice(kInfo.id, "trace", "udp", {"udp", "tcp", "off"})),
+        max_hops_(o.get_int(kInfo.id, "max_hops", 30, 1, 64)),
+        probes_per_hop_(o.get_int(kInfo.id, "probes_per_hop", 3, 1, 10)),
+        max_addresses_(o.get_int(kInfo.id, "max_addresses", 4, 1, 64)) {}
+  const CheckInfo& info() const override { return kInfo; }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    const auto& addrs = ctx.addresses();
+    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
+    const int port = ctx.target().port;
+    nlohmann::json per_address = nlohmann::json::array();
+    std::optional<double> best, worst;
+    std::optional<core::Error> first_error;
+    bool any_answer = false;
+    const std::size_t n_addr = std::min<std::size_t>(addrs.size(), static_cast<std::size_t>(max_addresses_));
+    for (std::size_t ai = 0; ai < n_addr; ++ai) {
+      const std::string& ip = addrs[ai];
+      nlohmann::json row = {{"address", ip}, {"port", port}};
+      // TCP ping.
+      std::vector<double> tcp;
+      std::map<std::string, int> tcp_failures;
+      for (int i = 0; i < samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+        ctx.progress("path: TCP connect " + ip + ":" + std::to_string(port) + " (" + std::to_string(i + 1) + "/" +
+                     std::to_string(samples_) + ")");
+        const auto p = net::tcp_connect_probe(ip, port, std::chrono::milliseconds(timeout_ms_));
+        if (p.rtt) tcp.push_back(core::to_ms(*p.rtt));
+        if (!p.status.ok()) {
+          ++tcp_failures[std::string(p.status.error().token())];
+          if (!p.rtt && !first_error) first_error = p.status.error();
+        }
+        out.samples.push_back({{"kind", "tcp"},
+                               {"address", ip},
+                               {"ms", p.rtt ? nlohmann::json(core::to_ms(*p.rtt)) : nlohmann::json(nullptr)},
+                               {"status", p.status.ok() ? "ok" : std::string(p.status.error().token())}});
+        if (interval_ms_ > 0 && i + 1 < samples_) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms_));
+      }
+      const stats::Summary ts = stats::summarize(tcp);
+      const int tcp_sent = static_cast<int>(tcp.size()) + [&] {
+        int lost = 0;
+        for (const auto& [tok, n] : tcp_failures)
+          if (tok != "connect_refused") lost += n;
+        return lost;
+      }();
+      const double tcp_loss = tcp_sent > 0 ? 1.0 - static_cast<double>(tcp.size()) / tcp_sent : 1.0;
+      row["tcp"] = {{"p50_ms", ts.p50 ? nlohmann::json(*ts.p50) : nlohmann::json(nullptr)},
+                    {"p90_ms", ts.p90 ? nlohmann::json(*ts.p90) : nlohmann::json(nullptr)},
+                    {"max_ms", ts.max ? nlohmann::json(*ts.max) : nlohmann::json(nullptr)},
+                    {"samples_count", ts.count},
+                    {"loss_ratio", tcp_loss},
+                    {"failures", tcp_failures}};
+      if (ts.p50) {
+        any_answer = true;
+        best = best ? std::min(*best, *ts.p50) : *ts.p50;
+        worst = worst ? std::max(*worst, *ts.p50) : *ts.p50;
+      }
+      if (ai == 0) {
+        out.add_summary("tcp_rtt", "ms", tcp);
+        out.set("tcp_loss_ratio", tcp_loss);
+      }
+      // ICMP echo.
+      if (icmp_) row["icmp"] = run_icmp(ctx, ip, ai == 0 ? &out : nullptr);
+      // Hops.
+      if (trace_ != "off") row["hops"] = run_trace(ctx, ip, port, ai == 0 ? &out : nullptr);
+      per_address.push_back(row);
+    }
+    out.details["addresses"] = per_address;
+    out.set("addresses_count", static_cast<double>(n_addr));
+    if (best && worst) out.set("rtt_spread_ms", *worst - *best);
+    if (!any_answer && first_error) return out.fail(*first_error);
+    return out;
+  }
+
+ private:
+  nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary) {
+    std::vector<double> rtt;
+    int sent = 0;
+    for (int i = 0; i < samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+      ctx.progress("path: ICMP echo " + ip);
+      const auto p = net::icmp_echo_probe(ip, std::chrono::milliseconds(timeout_ms_), i + 1);
+      if (!p.status.ok() && p.status.error().code == core::ErrorCode::NotPermitted)
+        return {{"status", "skipped"}, {"reason", p.status.error().message + ": " + p.status.error().detail}};
+      ++sent;
+      if (p.rtt) rtt.push_back(core::to_ms(*p.rtt));
+      if (interval_ms_ > 0 && i + 1 < samples_) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms_));
+    }
+    const stats::Summary s = stats::summarize(rtt);
+    const double loss = sent > 0 ? 1.0 - static_cast<double>(rtt.size()) / sent : 1.0;
+    if (primary) {
+      primary->add_summary("icmp_rtt", "ms", rtt);
+      primary->set("icmp_loss_ratio", loss);
+    }
+    return {{"status", "ok"},
+            {"p50_ms", s.p50 ? nlohmann::json(*s.p50) : nlohmann::json(nullptr)},
+            {"max_ms", s.max ? nlohmann::json(*s.max) : nlohmann::json(nullptr)},
+            {"samples_count", s.count},
+            {"loss_ratio", loss}};
+  }
+
+  nlohmann::json run_trace(CheckContext& ctx, const std::string& ip, int port, CheckResult* primary) {
+    ctx.progress("path: hops to " + ip);
+    net::TraceOptions to;
+    to.mode = trace_ == "tcp" ? net::TraceMode::Tcp : net::TraceMode::Udp;
+    if (to.mode == net::TraceMode::Tcp) to.port = port;
+    to.max_hops = max_hops_;
+    to.probes_per_hop = probes_per_hop_;
+    to.probe_timeout = std::chrono::milliseconds(std::min(timeout_ms_, 1000));
+    to.deadline = ctx.deadline();
+    const net::Trace tr = net::trace_hops(ip, to);
+    nlohmann::json hops = nlohmann::json::array();
+    std::optional<double> last_p50;
+    for (const auto& h : tr.hops) {
+      std::vector<double> rtts;
+      std::string addr, note;
+      nlohmann::json probe_ms = nlohmann::json::array();
+      for (const auto& p : h.probes) {
+        if (p.rtt) rtts.push_back(core::to_ms(*p.rtt));
+        probe_ms.push_back(p.rtt ? nlohmann::json(core::to_ms(*p.rtt)) : nlohmann::json(nullptr));
+        if (addr.empty()) addr = p.address;
+        if (note.empty()) note = p.note;
+      }
+      const stats::Summary s = stats::summarize(rtts);
+      last_p50 = s.p50;
+      hops.push_back({{"ttl", h.ttl},
+                      {"address", addr.empty() ? nlohmann::json(nullptr) : nlohmann::json(addr)},
+                      {"rtt_ms", probe_ms},
+                      {"p50_ms", s.p50 ? nlohmann::json(*s.p50) : nlohmann::json(nullptr)},
+                      {"loss_ratio", h.probes.empty() ? 1.0 : 1.0 - static_cast<double>(rtts.size()) / h.probes.size()},
+                      {"note", note},
+                      {"reached", h.reached}});
+    }
+    if (primary && tr.reached) {
+      primary->set("hops_count", static_cast<double>(tr.hops.size()));
+      if (last_p50) primary->set("last_hop_rtt_ms", *last_p50);
+    }
+    nlohmann::json out = {{"mode", trace_}, {"reached", tr.reached}, {"table", hops}};
+    if (!tr.status.ok()) {
+      out["status"] = "skipped";
+      out["reason"] = tr.status.error().message + ": " + tr.status.error().detail;
+    }
+    return out;
+  }
+
+  int samples_, timeout_ms_, interval_ms_;
+  bool icmp_;
+  std::string trace_;
+  int max_hops_, probes_per_hop_, max_addresses_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_path_check(const Options& o) { return std::make_unique<PathCheck>(o); }
+
+}  // namespace infdoctor::checks

@@ -1,0 +1,27 @@
+#pragma once
+// The checks, in run order. Order is behaviour: dns finds the addresses path and transport probe.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+
+namespace infdoctor::checks {
+
+using CheckFactory = std::function<std::unique_ptr<Check>(const Options&)>;
+struct CheckEntry {
+  std::string id;
+  CheckFactory make;
+};
+
+const std::vector<CheckEntry>& registry();
+
+// Every metric any check declares, as rules name them ("dns.p50_ms").
+std::vector<MetricInfo> all_metrics();
+
+std::unique_ptr<Check> make_dns_check(const Options& o);
+std::unique_ptr<Check> make_path_check(const Options& o);
+std::unique_ptr<Check> make_transport_check(const Options& o);
+
+}  // namespace infdoctor::checks

@@ -1,0 +1,203 @@
+// checks/transport.cpp. Measures, per resolved address (pinned with CURLOPT_RESOLVE, up to
+// transport.max_addresses): transport.samples fresh connections (TCP connect, TLS handshake, time
+// to first byte of GET <base>/models) and transport.samples requests on one kept-alive
+// connection; the TLS version, cipher, ALPN and the certificate chain's length and size; whether
+// the server keeps connections alive and what reuse saves.
+// Cannot tell: where TLS terminates (a CDN edge or the origin), or server time from network time.
+// Emits, for the first address: transport.{connect_p50_ms,tls_p50_ms,ttfb_p50_ms,
+// reused_ttfb_p50_ms,reuse_saves_ms,keepalive_ratio,cert_chain_count,cert_chain_bytes,...}.
+#include "checks/check.h"
+#include "checks/registry.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "transport",
+    "TCP and TLS",
+    "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
+    {{"transport.connect_p50_ms", "ms", "median TCP connect, fresh connections"},
+     {"transport.tls_p50_ms", "ms", "median TLS handshake, fresh connections"},
+     {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
+     {"transport.ttfb_p50_ms", "ms", "median time to first byte from the request's start, fresh connections"},
+     {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections"},
+     {"transport.reused_ttfb_p50_ms", "ms", "median time to first byte on a reused connection"},
+     {"transport.reuse_saves_ms", "ms", "fresh minus reused median time to first byte"},
+     {"transport.keepalive_ratio", "ratio", "requests that did reuse the kept-alive connection"},
+     {"transport.cert_chain_count", "count", "certificates the server sent"},
+     {"transport.cert_chain_bytes", "bytes", "their DER size"},
+     {"transport.tls13_ratio", "ratio", "1 when TLS 1.3 was negotiated, 0 for older versions"},
+     {"transport.samples_count", "count", "fresh connections that succeeded, first address"},
+     {"transport.failures_count", "count", "requests that failed, all addresses"},
+     {"transport.connect_spread_ms", "ms", "slowest address's median connect minus the fastest's"},
+     {"transport.addresses_count", "count", "addresses probed"}}};
+
+nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+class TransportCheck final : public Check {
+ public:
+  explicit TransportCheck(const Options& o)
+      : samples_(o.get_int(kInfo.id, "samples", 5, 1, 1000)),
+        max_addresses_(o.get_int(kInfo.id, "max_addresses", 4, 1, 64)),
+        path_(o.get_string(kInfo.id, "path", "/models")) {}
+  const CheckInfo& info() const override { return kInfo; }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    const auto& addrs = ctx.addresses();
+    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
+    const Target& t = ctx.target();
+    const std::size_t n_addr = std::min<std::size_t>(addrs.size(), static_cast<std::size_t>(max_addresses_));
+    nlohmann::json per_address = nlohmann::json::array();
+    std::optional<double> best, worst;
+    std::optional<core::Error> first_error;
+    int failures = 0;
+    bool any_ok = false;
+    for (std::size_t ai = 0; ai < n_addr; ++ai) {
+      const std::string& ip = addrs[ai];
+      const std::string pin = t.host + ":" + std::to_string(t.port) + ":" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip);
+      std::vector<double> connect, tls, ttfb, wait, reused;
+      std::optional<http::TlsInfo> tls_info;
+      std::string http_version;
+      long http_status = 0;
+      int reuse_hits = 0, reuse_tries = 0;
+      // Fresh connections: each pays DNS-free connect and TLS (the address is pinned).
+      for (int i = 0; i < samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+        ctx.progress("transport: fresh connection to " + ip + " (" + std::to_string(i + 1) + "/" +
+                     std::to_string(samples_) + ")");
+        http::Request req = make_request(ctx, pin, /*fresh=*/true);
+        const http::Response r = ctx.http().perform(req);
+        record_sample(out, ip, "fresh", r);
+        if (!r.status.ok()) {
+          ++failures;
+          if (!first_error) {
+            first_error = r.status.error();
+            first_error->message = r.failed_phase + ": " + first_error->message;
+          }
+          continue;
+        }
+        any_ok = true;
+        http_status = r.http_status;
+        http_version = r.http_version;
+        if (r.tls) tls_info = r.tls;
+        if (r.times.connect && r.times.namelookup) connect.push_back(core::to_ms(*r.times.connect - *r.times.namelookup));
+        if (r.is_tls && r.times.appconnect && r.times.connect) tls.push_back(core::to_ms(*r.times.appconnect - *r.times.connect));
+        if (r.times.starttransfer) ttfb.push_back(core::to_ms(*r.times.starttransfer));
+        if (r.times.starttransfer && r.times.pretransfer) wait.push_back(core::to_ms(*r.times.starttransfer - *r.times.pretransfer));
+      }
+      // One kept-alive connection: the first request opens it, the rest should reuse it.
+      http::Client keep;
+      for (int i = 0; i <= samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+        ctx.progress("transport: kept-alive connection to " + ip);
+        http::Request req = make_request(ctx, pin, /*fresh=*/false);
+        const http::Response r = keep.perform(req);
+        if (i == 0) continue;
+        record_sample(out, ip, "reused", r);
+        if (!r.status.ok()) {
+          ++failures;
+          continue;
+        }
+        ++reuse_tries;
+        if (r.connection_reused) {
+          ++reuse_hits;
+          if (r.times.starttransfer) reused.push_back(core::to_ms(*r.times.starttransfer));
+        }
+      }
+      const stats::Summary cs = stats::summarize(connect), ls = stats::summarize(tls), fs = stats::summarize(ttfb),
+                           ws = stats::summarize(wait), rs = stats::summarize(reused);
+      const double keepalive = reuse_tries > 0 ? static_cast<double>(reuse_hits) / reuse_tries : 0.0;
+      std::optional<double> saves;
+      if (fs.p50 && rs.p50) saves = *fs.p50 - *rs.p50;
+      nlohmann::json row = {{"address", ip},
+                            {"http_status", http_status},
+                            {"http_version", http_version},
+                            {"connect_p50_ms", opt(cs.p50)},
+                            {"tls_p50_ms", opt(ls.p50)},
+                            {"ttfb_p50_ms", opt(fs.p50)},
+                            {"server_wait_p50_ms", opt(ws.p50)},
+                            {"reused_ttfb_p50_ms", opt(rs.p50)},
+                            {"reuse_saves_ms", opt(saves)},
+                            {"keepalive_ratio", keepalive},
+                            {"samples_count", fs.count}};
+      if (tls_info) {
+        row["tls"] = {{"version", tls_info->version},
+                      {"cipher", tls_info->cipher},
+                      {"alpn", tls_info->alpn},
+                      {"chain_count", tls_info->chain_count},
+                      {"chain_bytes", tls_info->chain_bytes}};
+      }
+      per_address.push_back(row);
+      if (cs.p50) {
+        best = best ? std::min(*best, *cs.p50) : *cs.p50;
+        worst = worst ? std::max(*worst, *cs.p50) : *cs.p50;
+      }
+      if (ai == 0) {
+        out.add_summary("connect", "ms", connect);
+        out.metrics.erase("connect_samples_count");
+        out.set("samples_count", static_cast<double>(fs.count));
+        if (ls.p50) {
+          out.set("tls_p50_ms", *ls.p50);
+          out.set("tls_max_ms", *ls.max);
+        }
+        if (fs.p50) out.set("ttfb_p50_ms", *fs.p50);
+        if (ws.p50) out.set("server_wait_p50_ms", *ws.p50);
+        if (rs.p50) out.set("reused_ttfb_p50_ms", *rs.p50);
+        if (saves) out.set("reuse_saves_ms", *saves);
+        if (reuse_tries > 0) out.set("keepalive_ratio", keepalive);
+        if (tls_info) {
+          out.set("cert_chain_count", tls_info->chain_count);
+          out.set("cert_chain_bytes", tls_info->chain_bytes);
+          out.set("tls13_ratio", tls_info->version == "TLSv1.3" ? 1.0 : 0.0);
+        }
+      }
+    }
+    out.details["addresses"] = per_address;
+    out.set("failures_count", failures);
+    out.set("addresses_count", static_cast<double>(n_addr));
+    if (best && worst) out.set("connect_spread_ms", *worst - *best);
+    if (!any_ok && first_error) return out.fail(*first_error);
+    return out;
+  }
+
+ private:
+  http::Request make_request(const CheckContext& ctx, const std::string& pin, bool fresh) const {
+    const api::Endpoint& ep = ctx.endpoint();
+    http::Request req;
+    req.method = "GET";
+    req.url = ep.url(path_);
+    if (!ep.api_key.empty()) req.headers.push_back("Authorization: Bearer " + ep.api_key);
+    req.resolve = {pin};
+    req.tls = ep.tls;
+    req.fresh_connection = fresh;
+    // No request may outlive the check's deadline.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.deadline() - core::SteadyClock::now());
+    req.timeout = std::max(std::chrono::milliseconds(1), std::min(ep.timeout, left));
+    req.connect_timeout = std::min(ep.connect_timeout, req.timeout);
+    req.max_body_bytes = 1u << 20;
+    return req;
+  }
+
+  static void record_sample(CheckResult& out, const std::string& ip, const char* kind, const http::Response& r) {
+    auto ms = [](const std::optional<core::Micros>& v) { return v ? nlohmann::json(core::to_ms(*v)) : nlohmann::json(nullptr); };
+    out.samples.push_back({{"address", ip},
+                           {"connection", kind},
+                           {"reused", r.connection_reused},
+                           {"status", r.status.ok() ? "ok" : std::string(r.status.error().token())},
+                           {"failed_phase", r.failed_phase},
+                           {"http_status", r.http_status},
+                           {"connect_end_ms", ms(r.times.connect)},
+                           {"tls_end_ms", ms(r.times.appconnect)},
+                           {"ttfb_ms", ms(r.times.starttransfer)},
+                           {"total_ms", ms(r.times.total)}});
+  }
+
+  int samples_;
+  int max_addresses_;
+  std::string path_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_transport_check(const Options& o) { return std::make_unique<TransportCheck>(o); }
+
+}  // namespace infdoctor::checks

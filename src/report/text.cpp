@@ -1,0 +1,164 @@
+#include "report/text.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace infdoctor::report {
+namespace {
+
+using nlohmann::json;
+
+void add(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void add(std::string& out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  out += buf;
+}
+
+std::string num(const json& v, const char* unit = " ms") {
+  if (!v.is_number()) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%s", v.get<double>(), unit);
+  return buf;
+}
+
+std::string metric(const checks::CheckResult& c, const std::string& name, const char* unit = " ms") {
+  auto it = c.metrics.find(name);
+  return it == c.metrics.end() ? "-" : num(it->second, unit);
+}
+
+std::string count(const checks::CheckResult& c, const std::string& name) {
+  auto it = c.metrics.find(name);
+  return it == c.metrics.end() ? "-" : std::to_string(static_cast<long long>(it->second));
+}
+
+std::string percent(const checks::CheckResult& c, const std::string& name) {
+  auto it = c.metrics.find(name);
+  if (it == c.metrics.end()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", it->second * 100);
+  return buf;
+}
+
+std::string headline(const checks::CheckResult& c) {
+  if (c.status != checks::CheckStatus::Ok) return c.reason;
+  if (c.id == "dns")
+    return "p50 " + metric(c, "p50_ms") + ", max " + metric(c, "max_ms") + ", " + count(c, "failures_count") +
+           " failed, " + count(c, "addresses_count") + " addresses";
+  if (c.id == "path")
+    return "TCP RTT p50 " + metric(c, "tcp_rtt_p50_ms") + ", loss " + percent(c, "tcp_loss_ratio") + ", " +
+           count(c, "hops_count") + " hops";
+  if (c.id == "transport")
+    return "connect " + metric(c, "connect_p50_ms") + ", TLS " + metric(c, "tls_p50_ms") + ", first byte " +
+           metric(c, "ttfb_p50_ms") + " (reused " + metric(c, "reused_ttfb_p50_ms") + ")";
+  return std::to_string(c.metrics.size()) + " metrics";
+}
+
+void dns_tables(std::string& out, const checks::CheckResult& c) {
+  if (!c.details.contains("resolvers")) return;
+  add(out, "\ndns: per resolver\n  %-24s %7s %10s %10s  %s\n", "resolver", "answers", "p50", "max", "failures");
+  for (const auto& r : c.details["resolvers"]) {
+    std::string failures;
+    for (auto it = r["failures"].begin(); it != r["failures"].end(); ++it)
+      failures += (failures.empty() ? "" : ", ") + it.key() + " x" + std::to_string(it.value().get<int>());
+    add(out, "  %-24s %7d %10s %10s  %s\n", r["resolver"].get<std::string>().c_str(), r["samples_count"].get<int>(),
+        num(r["p50_ms"]).c_str(), num(r["max_ms"]).c_str(), failures.empty() ? "none" : failures.c_str());
+  }
+  std::string addrs;
+  for (const auto& a : c.details["addresses"]) addrs += (addrs.empty() ? "" : ", ") + a.get<std::string>();
+  add(out, "  addresses: %s\n", addrs.empty() ? "none" : addrs.c_str());
+}
+
+void path_tables(std::string& out, const checks::CheckResult& c) {
+  if (!c.details.contains("addresses")) return;
+  for (const auto& a : c.details["addresses"]) {
+    const auto& tcp = a["tcp"];
+    add(out, "\npath: %s port %d\n  TCP connect  p50 %s  p90 %s  max %s  loss %.0f%%\n",
+        a["address"].get<std::string>().c_str(), a["port"].get<int>(), num(tcp["p50_ms"]).c_str(),
+        num(tcp["p90_ms"]).c_str(), num(tcp["max_ms"]).c_str(), tcp["loss_ratio"].get<double>() * 100);
+    if (a.contains("icmp")) {
+      const auto& i = a["icmp"];
+      if (i["status"] == "skipped")
+        add(out, "  ICMP echo    skipped: %s\n", i["reason"].get<std::string>().c_str());
+      else
+        add(out, "  ICMP echo    p50 %s  max %s  loss %.0f%%\n", num(i["p50_ms"]).c_str(), num(i["max_ms"]).c_str(),
+            i["loss_ratio"].get<double>() * 100);
+    }
+    if (!a.contains("hops")) continue;
+    const auto& h = a["hops"];
+    if (h.value("status", "") == "skipped") {
+      add(out, "  hops         skipped: %s\n", h["reason"].get<std::string>().c_str());
+      continue;
+    }
+    add(out, "  %-4s %-40s %6s %5s %8s %8s %8s %8s\n", "hop", "host", "loss", "sent", "last", "avg", "best", "worst");
+    for (const auto& hop : h["table"]) {
+      double sum = 0, best = 1e18, worst = -1, last = -1;
+      int n = 0, sent = 0;
+      for (const auto& v : hop["rtt_ms"]) {
+        ++sent;
+        if (!v.is_number()) continue;
+        const double x = v.get<double>();
+        sum += x;
+        best = std::min(best, x);
+        worst = std::max(worst, x);
+        last = x;
+        ++n;
+      }
+      std::string host = hop["address"].is_string() ? hop["address"].get<std::string>() : "???";
+      if (!hop["note"].get<std::string>().empty()) host += " " + hop["note"].get<std::string>();
+      if (n == 0) {
+        add(out, "  %-4d %-40s %5.0f%% %5d %8s %8s %8s %8s\n", hop["ttl"].get<int>(), host.c_str(), 100.0, sent, "-", "-",
+            "-", "-");
+      } else {
+        add(out, "  %-4d %-40s %5.0f%% %5d %8.1f %8.1f %8.1f %8.1f\n", hop["ttl"].get<int>(), host.c_str(),
+            hop["loss_ratio"].get<double>() * 100, sent, last, sum / n, best, worst);
+      }
+    }
+    if (!h["reached"].get<bool>()) add(out, "  (the destination did not answer within the hop limit)\n");
+  }
+}
+
+void transport_tables(std::string& out, const checks::CheckResult& c) {
+  if (!c.details.contains("addresses")) return;
+  add(out, "\ntransport: per address (ms, medians)\n  %-40s %8s %8s %8s %8s %8s  %s\n", "address", "connect", "TLS",
+      "ttfb", "reused", "saves", "TLS, ALPN, chain");
+  for (const auto& a : c.details["addresses"]) {
+    std::string tls = "plain HTTP";
+    if (a.contains("tls")) {
+      const auto& t = a["tls"];
+      tls = t["version"].get<std::string>() + ", " +
+            (t["alpn"].get<std::string>().empty() ? std::string("no ALPN") : t["alpn"].get<std::string>()) + ", " +
+            std::to_string(t["chain_count"].get<int>()) + " certs / " + std::to_string(t["chain_bytes"].get<int>()) +
+            " bytes";
+    }
+    add(out, "  %-40s %8s %8s %8s %8s %8s  %s; keep-alive %.0f%%\n", a["address"].get<std::string>().c_str(),
+        num(a["connect_p50_ms"], "").c_str(), num(a["tls_p50_ms"], "").c_str(), num(a["ttfb_p50_ms"], "").c_str(),
+        num(a["reused_ttfb_p50_ms"], "").c_str(), num(a["reuse_saves_ms"], "").c_str(), tls.c_str(),
+        a["keepalive_ratio"].get<double>() * 100);
+  }
+}
+
+}  // namespace
+
+std::string render_text(const run::RunResult& r) {
+  std::string out;
+  add(out, "infdoctor run  %s  %s\n\n", r.target.base_url.c_str(), r.started_at.c_str());
+  add(out, "  %-14s %-8s %9s  %s\n", "check", "status", "took", "result");
+  for (const auto& c : r.checks) {
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f s", c.duration_ms / 1000.0);
+    add(out, "  %-14s %-8s %9s  %s\n", c.id.c_str(), std::string(checks::status_name(c.status)).c_str(), took,
+        headline(c).c_str());
+  }
+  for (const auto& c : r.checks) {
+    if (c.id == "dns") dns_tables(out, c);
+    if (c.id == "path") path_tables(out, c);
+    if (c.id == "transport") transport_tables(out, c);
+  }
+  return out;
+}
+
+}  // namespace infdoctor::report

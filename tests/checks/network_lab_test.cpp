@@ -1,0 +1,172 @@
+// dns, path and transport over the namespace lab: a planted one-way delay on the router-server
+// link must come back as round trips, connect and TLS times; failures as statuses with reasons.
+// Needs root, /dev/net/tun and iproute2; elsewhere each test says why it skips.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "net/subprocess.h"
+#include "support/dns_responder.h"
+#include "support/fake_process.h"
+#include "support/lab.h"
+
+namespace infdoctor {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Lab;
+
+bool lab_available() {
+  if (auto why = Lab::unavailable_reason()) {
+    MESSAGE("skipped: " << *why);
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<fake::Server> fake_in(const std::string& ns, const std::string& host, std::uint16_t port) {
+  std::unique_ptr<fake::Server> server;
+  test::in_netns(ns, [&] {
+    auto scenario = fake::parse_scenario(R"({"models": {"m": {}}})", "lab");
+    REQUIRE(scenario.ok());
+    fake::ServerOptions o;
+    o.host = host;
+    o.port = port;
+    o.tls_cert = test::certs_dir() + "/server.pem";
+    o.tls_key = test::certs_dir() + "/server.key";
+    auto s = fake::Server::start(std::move(scenario.value()), o);
+    REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().message + ": " + s.error().detail));
+    server = std::move(s.value());
+  });
+  return server;
+}
+
+std::unique_ptr<test::DnsResponder> dns_in(const std::string& ns, const std::string& ip, double delay_ms) {
+  std::unique_ptr<test::DnsResponder> r;
+  test::in_netns(ns, [&] {
+    r = std::make_unique<test::DnsResponder>(
+        ip, 53,
+        std::map<std::string, test::DnsName>{
+            {"api.lab.test", test::DnsName{test::DnsMode::Answer, {Lab::kServerIp}, {}, 60}}},
+        delay_ms);
+  });
+  return r;
+}
+
+// `infdoctor run` inside the client namespace, optionally as an unprivileged user.
+nlohmann::json run_in(const Lab& lab, std::vector<std::string> args, bool unprivileged = false,
+                      int* exit_code = nullptr, std::chrono::seconds timeout = 120s) {
+  std::vector<std::string> argv = {"ip", "netns", "exec", lab.client_ns()};
+  if (unprivileged) argv.insert(argv.end(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+  argv.push_back(test::infdoctor_bin());
+  argv.push_back("run");
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--json", "-"});
+  auto r = net::run_command(argv, timeout);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->timed_out);
+  if (exit_code) *exit_code = r->exit_code;
+  auto j = nlohmann::json::parse(r->out, nullptr, false);
+  REQUIRE_MESSAGE(!j.is_discarded(), "not JSON: " << r->out << r->err);
+  return j;
+}
+
+double m(const nlohmann::json& j, const std::string& check, const std::string& metric) {
+  const auto& v = j["checks"][check]["metrics"][metric];
+  REQUIRE_MESSAGE(v.is_number(), check << "." << metric << " missing: " << j["checks"][check].dump());
+  return v.get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("lab: 20 ms one-way on the last link is 40 ms of RTT, connect and TLS, and the hop table shows it") {
+  if (!lab_available()) return;
+  Lab lab({20.0, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443);
+  auto dns = dns_in(lab.router_ns(), Lab::kRouterIp, 0);
+  int rc = -1;
+  const auto j = run_in(lab,
+                        {"--base-url", "https://api.lab.test:8443/v1", "--cacert", test::ca_pem(), "--checks",
+                         "dns,path,transport", "--resolver", std::string(Lab::kRouterIp) + ":53",
+                         "--no-system-resolvers", "--set", "path.samples=10", "--set", "transport.samples=5"},
+                        false, &rc);
+  CHECK(rc == 0);
+  CHECK(j["checks"]["dns"]["details"]["addresses"] == nlohmann::json({Lab::kServerIp}));
+  CHECK(std::abs(m(j, "path", "tcp_rtt_p50_ms") - 40.0) < 3.0);
+  CHECK(std::abs(m(j, "transport", "connect_p50_ms") - 40.0) < 3.0);
+  // TLS 1.3: one more round trip (ClientHello -> ServerHello .. Finished), plus crypto time.
+  CHECK(m(j, "transport", "tls13_ratio") == 1);
+  CHECK(m(j, "transport", "tls_p50_ms") >= 38.0);
+  CHECK(m(j, "transport", "tls_p50_ms") <= 55.0);
+  // A reused connection skips connect and TLS: about two round trips saved.
+  CHECK(m(j, "transport", "reuse_saves_ms") > 70.0);
+  const auto& hops = j["checks"]["path"]["details"]["addresses"][0]["hops"];
+  REQUIRE(hops["reached"] == true);
+  REQUIRE(hops["table"].size() == 2);
+  CHECK(hops["table"][0]["address"] == Lab::kRouterIp);
+  CHECK(hops["table"][0]["p50_ms"].get<double>() < 3.0);
+  CHECK(hops["table"][1]["address"] == Lab::kServerIp);
+  CHECK(std::abs(hops["table"][1]["p50_ms"].get<double>() - 40.0) < 3.0);
+  CHECK(m(j, "path", "hops_count") == 2);
+  // The client's namespace allows no unprivileged ICMP, but root may use a raw socket.
+  CHECK(std::abs(m(j, "path", "icmp_rtt_p50_ms") - 40.0) < 3.0);
+  CHECK(lab.packets_forwarded() > 0);
+}
+
+TEST_CASE("lab: no route, refused port and ICMP not permitted are statuses with reasons") {
+  if (!lab_available()) return;
+  Lab lab({5.0, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  SUBCASE("no route: the router has none to 203.0.113.9") {
+    int rc = -1;
+    const auto j = run_in(lab, {"--base-url", "http://203.0.113.9:8443/v1", "--checks", "path,transport", "--set",
+                                "path.samples=2", "--set", "path.trace=off", "--set", "transport.samples=1"},
+                          false, &rc);
+    CHECK(rc == 3);  // nothing could be measured
+    CHECK(j["checks"]["path"]["status"] == "error");
+    CHECK(j["checks"]["path"]["error"] == "no_route");
+    CHECK(j["checks"]["transport"]["status"] == "error");
+    CHECK(j["checks"]["transport"]["reason"].get<std::string>().rfind("connect: ", 0) == 0);
+  }
+  SUBCASE("refused port: the server answers with a reset") {
+    const auto j = run_in(lab, {"--base-url", std::string("http://") + Lab::kServerIp + ":9/v1", "--checks",
+                                "path,transport", "--set", "path.samples=3", "--set", "path.trace=off", "--set",
+                                "transport.samples=1"});
+    CHECK(j["checks"]["path"]["status"] == "ok");  // a reset is an answer: the round trip is measured
+    CHECK(std::abs(m(j, "path", "tcp_rtt_p50_ms") - 10.0) < 3.0);
+    CHECK(j["checks"]["path"]["details"]["addresses"][0]["tcp"]["failures"]["connect_refused"] == 3);
+    CHECK(j["checks"]["transport"]["status"] == "error");
+  }
+  SUBCASE("ICMP not permitted for an unprivileged user") {
+    auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443);
+    const auto j = run_in(lab, {"--base-url", std::string("https://") + Lab::kServerIp + ":8443/v1", "--checks",
+                                "path", "--set", "path.samples=2", "--set", "path.trace=off"},
+                          /*unprivileged=*/true);
+    CHECK(j["checks"]["path"]["status"] == "ok");
+    const auto& icmp = j["checks"]["path"]["details"]["addresses"][0]["icmp"];
+    CHECK(icmp["status"] == "skipped");
+    CHECK(icmp["reason"].get<std::string>().find("not permitted") != std::string::npos);
+    CHECK(j["checks"]["path"]["metrics"].contains("tcp_rtt_p50_ms"));
+  }
+}
+
+TEST_CASE("lab: a black hole never holds a check past its deadline") {
+  if (!lab_available()) return;
+  Lab lab({5.0, 1.0});  // every packet on the last link is lost
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  const auto t0 = core::SteadyClock::now();
+  int rc = -1;
+  const auto j = run_in(lab, {"--base-url", std::string("https://") + Lab::kServerIp + ":8443/v1", "--checks",
+                              "path,transport", "--set", "path.samples=100", "--set", "path.timeout_ms=500", "--set",
+                              "path.max_hops=5", "--check-timeout", "3", "--connect-timeout", "1"},
+                        false, &rc);
+  const double took_s = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+  CHECK(rc == 3);
+  CHECK(j["checks"]["path"]["error"] == "timeout");
+  CHECK(j["checks"]["path"]["duration_ms"].get<double>() < 3000 + 1000);
+  CHECK(j["checks"]["transport"]["duration_ms"].get<double>() < 3000 + 1000);
+  CHECK(took_s < 2 * 4 + 2);
+}
+
+}  // namespace infdoctor
