@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <sstream>
 
@@ -114,6 +115,29 @@ std::vector<std::string> Options::get_list(const std::string& check, const std::
   return out;
 }
 
+std::vector<double> Options::get_number_list(const std::string& check, const std::string& name, const std::string& def,
+                                             double lo, double hi) const {
+  const std::string text = get_string(check, name, def);
+  std::vector<double> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(v >= lo && v <= hi) || (!out.empty() && v <= out.back())) {
+      std::ostringstream msg;
+      msg << key_of(check, name) << ": '" << text << "' is not an ascending list of numbers in [" << lo << ", " << hi
+          << "]";
+      errors_.push_back(msg.str());
+      out.clear();
+      std::stringstream d(def);
+      for (std::string i2; std::getline(d, i2, ',');) out.push_back(std::strtod(i2.c_str(), nullptr));
+      return out;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
 std::vector<std::string> Options::keys() const {
   std::vector<std::string> out;
   for (const auto& [k, _] : values_) out.push_back(k);
@@ -154,6 +178,100 @@ core::Result<Target> parse_target(const std::string& base_url) {
   }
   t.host_is_ip = dns::is_ip_literal(t.host);
   return t;
+}
+
+core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {
+  using core::ErrorCode;
+  const int n = static_cast<int>(reqs.size());
+  if (n > requests_left())
+    return core::make_error(ErrorCode::BudgetExhausted, "the request budget is spent",
+                            std::to_string(spent_) + " of " + std::to_string(max_requests_) +
+                                " requests sent; this step needs " + std::to_string(n) + " more (--max-requests)");
+  if (core::SteadyClock::now() < not_before_) {
+    progress("waiting out the provider's Retry-After");
+    if (!idle_until(not_before_))
+      return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - core::SteadyClock::now());
+  if (left <= std::chrono::milliseconds(0))
+    return core::make_error(ErrorCode::DeadlineExceeded, "the check's deadline came first");
+  api::Endpoint ep = endpoint_;
+  ep.timeout = std::min(ep.timeout, left);
+  ep.connect_timeout = std::min(ep.connect_timeout, ep.timeout);
+  spent_ += n;
+  std::vector<api::RequestSample> out = api::run_chats(http_, ep, reqs);
+  const auto now_wall = std::chrono::system_clock::now();
+  for (const auto& s : out) {
+    if (s.http_status != 429 && s.http_status != 503) continue;
+    if (s.http_status == 429) ++rate_limited_;
+    auto it = s.headers.find("retry-after");
+    if (it == s.headers.end()) continue;
+    if (auto wait = http::parse_retry_after(it->second, now_wall))
+      not_before_ = std::max(not_before_, core::SteadyClock::now() + *wait);
+  }
+  return out;
+}
+
+bool CheckContext::idle_until(core::SteadyTime t) const {
+  const auto until = std::min(t, deadline_);
+  std::this_thread::sleep_until(until);
+  return t <= deadline_;
+}
+
+namespace {
+double setup_ms(const api::RequestSample& s) {
+  if (s.connection_reused) return 0;
+  return s.dns_ms.value_or(0) + s.connect_ms.value_or(0) + s.tls_ms.value_or(0);
+}
+}  // namespace
+
+std::optional<double> server_ttft_ms(const api::RequestSample& s) {
+  if (!s.ok || !s.ttft_ms) return std::nullopt;
+  return *s.ttft_ms - setup_ms(s);
+}
+
+std::optional<double> server_total_ms(const api::RequestSample& s) {
+  if (!s.ok || !s.total_ms) return std::nullopt;
+  return *s.total_ms - setup_ms(s);
+}
+
+nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& label) {
+  nlohmann::json j = api::to_json(s);
+  j["label"] = label;
+  return j;
+}
+
+std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req, const nlohmann::json& label) {
+  if (stopped_) return std::nullopt;
+  if (streak_.stop()) {
+    out_.fail(core::make_error(core::ErrorCode::StreamError, streak_.reason()));
+    stopped_ = true;
+    return std::nullopt;
+  }
+  auto r = ctx_.chat({req});
+  if (!r.ok()) {
+    out_.fail(r.error());
+    stopped_ = true;
+    return std::nullopt;
+  }
+  api::RequestSample s = std::move(r->front());
+  streak_.record(s);
+  out_.samples.push_back(sample_json(s, label));
+  if (!s.ok) ++failures_;
+  return s;
+}
+
+void FailureStreak::record(const api::RequestSample& s) {
+  if (s.ok) {
+    run_ = 0;
+    return;
+  }
+  ++run_;
+  last_ = s.failed_phase + ": " + s.error_message;
+}
+
+std::string FailureStreak::reason() const {
+  return "stopped after " + std::to_string(run_) + " failed requests in a row; the last: " + last_;
 }
 
 void CheckContext::progress(const std::string& step) const {

@@ -67,12 +67,29 @@ class Options {
   std::string get_choice(const std::string& check, const std::string& name, const std::string& def,
                          const std::vector<std::string>& choices) const;
   std::vector<std::string> get_list(const std::string& check, const std::string& name) const;
+  // A comma-separated list of numbers in [lo, hi], ascending; `def` when unset.
+  std::vector<double> get_number_list(const std::string& check, const std::string& name, const std::string& def,
+                                      double lo, double hi) const;
   const std::vector<std::string>& errors() const { return errors_; }
   std::vector<std::string> keys() const;
 
  private:
   std::map<std::string, std::string> values_;
   mutable std::vector<std::string> errors_;
+};
+
+// Which models the model checks ask: the target, and a small one on the same endpoint to tell a
+// slow model from a slow provider.
+struct Models {
+  std::string target;
+  std::string small;
+};
+
+// What a check will spend on a paid API, stated before it runs.
+struct Cost {
+  int requests = 0;
+  long long prompt_tokens = 0;
+  long long output_tokens = 0;
 };
 
 struct Target {
@@ -98,12 +115,54 @@ class CheckContext {
   void set_addresses(std::vector<std::string> a) { addresses_ = std::move(a); }
   void progress(const std::string& step) const;
 
+  const Models& models() const { return models_; }
+  void set_models(Models m) { models_ = std::move(m); }
+  void set_max_requests(int n) { max_requests_ = n; }
+  int requests_spent() const { return spent_; }
+  int requests_left() const { return max_requests_ - spent_; }
+  int rate_limited_count() const { return rate_limited_; }
+
+  // Sends the chat requests in parallel (one at a time when given one), never past the request
+  // budget or the deadline, after waiting out any Retry-After the provider asked for. A budget
+  // or deadline that cannot take the whole batch sends nothing and says which.
+  core::Result<std::vector<api::RequestSample>> chat(const std::vector<api::ChatRequest>& reqs);
+  // Waits, sending nothing, until `t`; false (early) when the deadline comes first.
+  bool idle_until(core::SteadyTime t) const;
+
  private:
   Target target_;
   api::Endpoint endpoint_;
   http::Client http_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
   std::vector<std::string> addresses_;
+  Models models_;
+  int max_requests_ = 1000000;
+  int spent_ = 0;
+  int rate_limited_ = 0;
+  core::SteadyTime not_before_{};
+};
+
+// Time to first token without the request's own connection setup (DNS, connect and TLS of a
+// fresh connection): what the server took, comparable between fresh and reused connections.
+std::optional<double> server_ttft_ms(const api::RequestSample& s);
+// The same for the end of the stream (last content event), or the whole non-streamed response.
+std::optional<double> server_total_ms(const api::RequestSample& s);
+// A request sample for results.json, with what the check varied (`label`: gap, prompt size, ...).
+nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& label);
+
+// Stops a check that keeps failing instead of hammering the provider: after `limit` failed
+// requests in a row, stop() is true and reason() says what kept failing.
+class FailureStreak {
+ public:
+  explicit FailureStreak(int limit = 3) : limit_(limit) {}
+  void record(const api::RequestSample& s);
+  bool stop() const { return run_ >= limit_; }
+  std::string reason() const;
+
+ private:
+  int limit_;
+  int run_ = 0;
+  std::string last_;
 };
 
 class Check {
@@ -111,6 +170,26 @@ class Check {
   virtual ~Check() = default;
   virtual const CheckInfo& info() const = 0;
   virtual CheckResult run(CheckContext& ctx) = 0;
+  // Requests and tokens the check will spend on the model API at most.
+  virtual Cost cost() const { return {}; }
+};
+
+// One model request at a time for a check: every sample lands in the result, failures are
+// counted, a failure streak or a refused budget or deadline becomes the check's status, and
+// after that send() sends nothing more.
+class RequestLoop {
+ public:
+  RequestLoop(CheckContext& ctx, CheckResult& out) : ctx_(ctx), out_(out) {}
+  std::optional<api::RequestSample> send(const api::ChatRequest& req, const nlohmann::json& label);
+  bool stopped() const { return stopped_; }
+  int failures() const { return failures_; }
+
+ private:
+  CheckContext& ctx_;
+  CheckResult& out_;
+  FailureStreak streak_;
+  bool stopped_ = false;
+  int failures_ = 0;
 };
 
 }  // namespace infdoctor::checks

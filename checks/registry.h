@@ -1,5 +1,6 @@
 #pragma once
-// The checks, in run order. Order is behaviour: dns finds the addresses path and transport probe.
+// The checks, in run order. Order is behaviour: dns finds the addresses path and transport probe;
+// coldstart sends the run's first model request, so it sees any start-up penalty.
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,5 +24,11 @@ std::vector<MetricInfo> all_metrics();
 std::unique_ptr<Check> make_dns_check(const Options& o);
 std::unique_ptr<Check> make_path_check(const Options& o);
 std::unique_ptr<Check> make_transport_check(const Options& o);
+std::unique_ptr<Check> make_coldstart_check(const Options& o);
+std::unique_ptr<Check> make_baseline_check(const Options& o);
+std::unique_ptr<Check> make_sweep_check(const Options& o);
+std::unique_ptr<Check> make_serialization_check(const Options& o);
+std::unique_ptr<Check> make_concurrency_check(const Options& o);
+std::unique_ptr<Check> make_soak_check(const Options& o);
 
 }  // namespace infdoctor::checks

@@ -82,8 +82,8 @@ class TransportCheck final : public Check {
         if (r.tls) tls_info = r.tls;
         if (r.times.connect && r.times.namelookup) connect.push_back(core::to_ms(*r.times.connect - *r.times.namelookup));
         if (r.is_tls && r.times.appconnect && r.times.connect) tls.push_back(core::to_ms(*r.times.appconnect - *r.times.connect));
-        if (r.times.starttransfer) ttfb.push_back(core::to_ms(*r.times.starttransfer));
-        if (r.times.starttransfer && r.times.pretransfer) wait.push_back(core::to_ms(*r.times.starttransfer - *r.times.pretransfer));
+        if (r.ttfb()) ttfb.push_back(core::to_ms(*r.ttfb()));
+        if (r.ttfb() && r.times.pretransfer) wait.push_back(core::to_ms(*r.ttfb() - *r.times.pretransfer));
       }
       // One kept-alive connection: the first request opens it, the rest should reuse it.
       http::Client keep;
@@ -100,7 +100,7 @@ class TransportCheck final : public Check {
         ++reuse_tries;
         if (r.connection_reused) {
           ++reuse_hits;
-          if (r.times.starttransfer) reused.push_back(core::to_ms(*r.times.starttransfer));
+          if (r.ttfb()) reused.push_back(core::to_ms(*r.ttfb()));
         }
       }
       const stats::Summary cs = stats::summarize(connect), ls = stats::summarize(tls), fs = stats::summarize(ttfb),
@@ -187,7 +187,7 @@ class TransportCheck final : public Check {
                            {"http_status", r.http_status},
                            {"connect_end_ms", ms(r.times.connect)},
                            {"tls_end_ms", ms(r.times.appconnect)},
-                           {"ttfb_ms", ms(r.times.starttransfer)},
+                           {"ttfb_ms", ms(r.ttfb())},
                            {"total_ms", ms(r.times.total)}});
   }
 

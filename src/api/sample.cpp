@@ -47,8 +47,8 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     s.connect_ms = diff_ms(r.times.connect, r.times.namelookup);
     if (r.is_tls) s.tls_ms = diff_ms(r.times.appconnect, r.times.connect);
   }
-  s.ttfb_ms = ms(r.times.starttransfer);
-  s.server_wait_ms = diff_ms(r.times.starttransfer, r.times.pretransfer);
+  s.ttfb_ms = ms(r.ttfb());
+  s.server_wait_ms = diff_ms(r.ttfb(), r.times.pretransfer);
   s.transfer_ms = ms(r.times.total);
   s.client_start_lag_ms = ms(r.start_lag);
   s.ok = true;

@@ -4,7 +4,7 @@
 //   dns_ms      libcurl namelookup
 //   connect_ms  TCP connect, after DNS
 //   tls_ms      TLS handshake, after connect (absent on plain HTTP)
-//   ttfb_ms     first response byte, from the request's start
+//   ttfb_ms     first response byte, from the request's start (stamped by infdoctor)
 //   ttft_ms     first SSE event carrying content, stamped on arrival, from the request's start
 //   total_ms    last content event (end-to-end), not the usage chunk or [DONE]
 //   tpot_ms     (last content - first content) / (output tokens - 1)

@@ -1,4 +1,5 @@
 // infdoctor run: the checklist against one endpoint; the report on stdout, or results.json.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -16,6 +17,13 @@ namespace {
 
 struct RunOptions {
   EndpointFlags endpoint;
+  std::string model;
+  std::string small_model;
+  int max_requests = 500;
+  bool quick = false;
+  bool full = false;
+  std::string prompt_tokens, max_tokens, idle_gaps, concurrency;
+  double soak_minutes = 0;
   std::string checks;
   std::vector<std::string> resolvers;
   bool no_system_resolvers = false;
@@ -40,13 +48,80 @@ int fail_config(const std::string& message, const std::string& detail = {}) {
   return kExitCouldNotRun;
 }
 
+// Settings of the two profiles; explicit flags and --set come after and win.
+const std::vector<std::pair<std::string, std::string>> kQuick = {
+    {"dns.samples", "3"},
+    {"path.samples", "5"},
+    {"path.max_hops", "12"},
+    {"path.probes_per_hop", "1"},
+    {"transport.samples", "3"},
+    {"coldstart.idle_gaps", "0,1,3"},
+    {"coldstart.baseline_samples", "2"},
+    {"baseline.samples", "3"},
+    {"baseline.max_tokens", "32"},
+    {"sweep.prompt_tokens", "64,512,2048"},
+    {"sweep.max_tokens", "1,16,64"},
+    {"sweep.repeats", "1"},
+    {"serialization.sizes_kb", "1,256,1024"},
+    {"serialization.repeats", "1"},
+    {"serialization.max_tokens", "16"},
+    {"concurrency.levels", "1,2,4,8"},
+    {"concurrency.max_tokens", "16"},
+};
+const std::vector<std::pair<std::string, std::string>> kFull = {
+    {"dns.samples", "10"},
+    {"path.samples", "20"},
+    {"transport.samples", "10"},
+    {"coldstart.idle_gaps", "0,5,30,60,120,300"},
+    {"coldstart.baseline_samples", "5"},
+    {"baseline.samples", "10"},
+    {"sweep.prompt_tokens", "64,512,2048,8192,32768"},
+    {"sweep.max_tokens", "1,32,128,512,1024"},
+    {"sweep.repeats", "3"},
+    {"serialization.repeats", "3"},
+    {"concurrency.levels", "1,2,4,8,16,32,64"},
+    {"concurrency.rounds", "2"},
+};
+
+void print_plan(const run::RunPlan& plan, int max_requests) {
+  checks::Cost total;
+  std::string line;
+  for (const auto& e : checks::registry()) {
+    if (!plan.check_ids.empty() && std::find(plan.check_ids.begin(), plan.check_ids.end(), e.id) == plan.check_ids.end())
+      continue;
+    const checks::Cost c = e.make(plan.options)->cost();
+    if (c.requests == 0) continue;
+    total.requests += c.requests;
+    total.prompt_tokens += c.prompt_tokens;
+    total.output_tokens += c.output_tokens;
+    line += (line.empty() ? "" : ", ") + e.id + " " + std::to_string(c.requests);
+  }
+  if (total.requests == 0) return;
+  std::cerr << "infdoctor: plan: at most " << total.requests << " model requests (" << line << "), about "
+            << total.prompt_tokens << " prompt and " << total.output_tokens << " output tokens; budget "
+            << max_requests << " (--max-requests)\n";
+  if (total.requests > max_requests)
+    std::cerr << "infdoctor: warning: the plan needs more requests than the budget; checks stop when it is spent\n";
+}
+
 int run_run(const RunOptions& o) {
   auto ep = make_endpoint(o.endpoint);
   if (!ep.ok()) return fail_config(ep.error().message);
   auto target = checks::parse_target(ep->base_url);
   if (!target.ok()) return fail_config(target.error().message);
+  if (o.quick && o.full) return fail_config("--quick and --full exclude each other");
   run::RunPlan plan;
   plan.check_ids = split_list(o.checks);
+  if (plan.check_ids.empty()) {
+    for (const auto& e : checks::registry())
+      if (e.id != "soak" || o.soak_minutes > 0) plan.check_ids.push_back(e.id);
+  }
+  for (const auto& [k, v] : o.quick ? kQuick : (o.full ? kFull : decltype(kQuick){})) plan.options.set(k, v);
+  if (!o.prompt_tokens.empty()) plan.options.set("sweep.prompt_tokens", o.prompt_tokens);
+  if (!o.max_tokens.empty()) plan.options.set("sweep.max_tokens", o.max_tokens);
+  if (!o.idle_gaps.empty()) plan.options.set("coldstart.idle_gaps", o.idle_gaps);
+  if (!o.concurrency.empty()) plan.options.set("concurrency.levels", o.concurrency);
+  if (o.soak_minutes > 0) plan.options.set("soak.minutes", std::to_string(o.soak_minutes));
   plan.check_timeout = std::chrono::seconds(static_cast<long long>(o.check_timeout_s));
   if (!o.resolvers.empty()) {
     std::string joined;
@@ -62,7 +137,10 @@ int run_run(const RunOptions& o) {
   }
   if (auto st = run::validate(plan); !st.ok()) return fail_config(st.error().message, st.error().detail);
 
+  print_plan(plan, o.max_requests);
   checks::CheckContext ctx(target.value(), ep.value());
+  ctx.set_models({o.model, o.small_model});
+  ctx.set_max_requests(o.max_requests);
   const run::RunResult result = run::run_checks(plan, ctx);
   const nlohmann::json j = run::to_json(result);
   if (o.json_out == "-") {
@@ -96,10 +174,26 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   CLI::App* cmd = app.add_subcommand(
       "run",
       "Run the checklist against an endpoint and report each layer: DNS (per resolver), network path (TCP and\n"
-      "ICMP round trips, hop table), transport (connect, TLS, first byte; fresh and reused connections).\n"
-      "Example: infdoctor run --base-url https://api.example.com/v1 --checks dns,path,transport");
+      "ICMP round trips, hop table), transport (connect, TLS, first byte; fresh and reused connections), and\n"
+      "with --model: cold starts, small against target model, prefill and decode sweeps, serialization,\n"
+      "concurrency. Every model request counts against --max-requests.\n"
+      "Example: infdoctor run --base-url https://api.example.com/v1 --model big --small-model small --quick");
   add_endpoint_flags(*cmd, opts->endpoint);
-  cmd->add_option("--checks", opts->checks, "comma-separated checks to run, in this order: " + ids + " (default: all)");
+  cmd->add_option("--model,-m", opts->model, "the model to diagnose (without it the model checks are skipped)");
+  cmd->add_option("--small-model", opts->small_model, "a small model on the same endpoint, for comparison");
+  cmd->add_option("--max-requests", opts->max_requests, "most model requests the run may send")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd->add_flag("--quick", opts->quick, "fewer samples and sizes: about a minute against a healthy endpoint");
+  cmd->add_flag("--full", opts->full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
+  cmd->add_option("--prompt-tokens", opts->prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
+  cmd->add_option("--max-tokens", opts->max_tokens, "output sizes of the decode sweep, e.g. 1,32,128");
+  cmd->add_option("--idle-gaps", opts->idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
+  cmd->add_option("--concurrency", opts->concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
+  cmd->add_option("--soak-minutes", opts->soak_minutes, "run the soak check for this many minutes")
+      ->check(CLI::Range(0.0, 1440.0));
+  cmd->add_option("--checks", opts->checks,
+                  "comma-separated checks to run; they run in this order: " + ids + " (default: all; soak only with --soak-minutes)");
   cmd->add_option("--resolver", opts->resolvers, "IP[:PORT] of a DNS resolver to measure as well (repeatable)");
   cmd->add_flag("--no-system-resolvers", opts->no_system_resolvers, "do not query the resolvers of /etc/resolv.conf");
   cmd->add_option("--max-hops", opts->max_hops, "hop limit of the path check's hop table (default 30)")

@@ -30,6 +30,8 @@ enum class ErrorCode {
   NoRoute,
   NotPermitted,
   ConfigError,
+  BudgetExhausted,
+  DeadlineExceeded,
   Io,
   Internal,
 };
@@ -62,6 +64,8 @@ inline constexpr std::array kErrorTable{
     ErrorInfo{ErrorCode::NoRoute, "no_route", "no route to host"},
     ErrorInfo{ErrorCode::NotPermitted, "not_permitted", "operation not permitted"},
     ErrorInfo{ErrorCode::ConfigError, "config_error", "invalid configuration"},
+    ErrorInfo{ErrorCode::BudgetExhausted, "budget_exhausted", "the request budget (--max-requests) is spent"},
+    ErrorInfo{ErrorCode::DeadlineExceeded, "deadline", "the check's deadline came first"},
     ErrorInfo{ErrorCode::Io, "io", "input/output error"},
     ErrorInfo{ErrorCode::Internal, "internal_error", "internal error"},
 };

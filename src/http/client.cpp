@@ -62,6 +62,7 @@ struct Transfer {
   char errbuf[CURL_ERROR_SIZE] = {};
   core::SteadyTime added;                     // when handed to the multi handle
   std::optional<core::SteadyTime> first_header;
+  std::optional<core::SteadyTime> socket_opened;  // the first socket libcurl opened for it
   std::size_t header_bytes = 0;
   bool body_to_sink = false;                  // decided once per response, at the first body byte
   bool decided = false;
@@ -77,6 +78,7 @@ struct Transfer {
 
 curl_socket_t on_open_socket(void* user, curlsocktype, curl_sockaddr* addr) {
   auto* t = static_cast<Transfer*>(user);
+  if (!t->socket_opened) t->socket_opened = core::SteadyClock::now();
   const curl_socket_t fd = ::socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
   if (fd >= 0) t->sockets.push_back(fd);
   return fd < 0 ? CURL_SOCKET_BAD : fd;
@@ -317,14 +319,16 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   r.bytes_received = header_size + down;
 
   // libcurl's timers count from its own transfer start, which lies a little after we handed the
-  // handle over. Our stamp of the first header byte and libcurl's starttransfer mark the same
-  // moment, so they put libcurl's origin on our steady clock; every stamp is then on one axis.
+  // handle over. Our stamp of the socket being opened and libcurl's namelookup mark the same
+  // moment (resolve done, connect next), so on a fresh connection they put libcurl's origin on
+  // our steady clock and every stamp shares one axis. (starttransfer cannot serve: for a large
+  // upload libcurl 7.88 sets it when the body starts to go out, not at the first response byte.)
   r.started = t.added;
-  if (t.first_header && r.times.starttransfer) {
-    const auto origin = *t.first_header - *r.times.starttransfer;
+  if (t.socket_opened && r.times.namelookup) {
+    const auto origin = *t.socket_opened - *r.times.namelookup;
     if (origin > t.added) r.started = std::chrono::time_point_cast<core::SteadyTime::duration>(origin);
-    r.start_lag = core::elapsed_us(t.added, r.started);
   }
+  r.start_lag = core::elapsed_us(t.added, r.started);
   if (t.first_header) r.first_byte_at = core::elapsed_us(r.started, *t.first_header);
 
   if (t.abort_reason) {
@@ -344,6 +348,23 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
+                                                           std::chrono::system_clock::time_point now) {
+  const std::string v(trim(value));
+  if (v.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double secs = std::strtod(v.c_str(), &end);
+  if (end && *end == '\0') {
+    if (!(secs >= 0)) return std::chrono::milliseconds(0);
+    return std::chrono::milliseconds(static_cast<long long>(std::min(secs, 86400.0) * 1000));
+  }
+  const time_t when = curl_getdate(v.c_str(), nullptr);
+  if (when < 0) return std::nullopt;
+  const auto delta = std::chrono::system_clock::from_time_t(when) - now;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(delta);
+  return std::clamp(ms, std::chrono::milliseconds(0), std::chrono::milliseconds(86400000));
+}
 
 bool is_kept_header(std::string_view n) {
   static constexpr std::array<std::string_view, 22> kKept = {

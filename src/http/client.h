@@ -74,7 +74,7 @@ struct Response {
   PhaseTimes times;
   std::chrono::system_clock::time_point started_wall;
   core::SteadyTime started;   // steady stamp of libcurl's transfer start (see client.cpp)
-  std::optional<Micros> first_byte_at;  // our stamp of the first header byte, from `started`
+  std::optional<Micros> first_byte_at;  // our stamp of the first response byte, from `started`
   std::optional<Micros> start_lag;      // from handing the request to libcurl to its transfer start
   std::int64_t bytes_sent = 0;      // request headers and body
   std::int64_t bytes_received = 0;  // response headers and body
@@ -83,7 +83,15 @@ struct Response {
   std::optional<TlsInfo> tls;
 
   std::optional<std::string> header(std::string_view lower_name) const;
+  // Time to first response byte: our own stamp, else libcurl's starttransfer (which for large
+  // uploads marks the start of the body instead).
+  std::optional<Micros> ttfb() const { return first_byte_at ? first_byte_at : times.starttransfer; }
 };
+
+// Retry-After (RFC 9110, section 10.2.3): delay-seconds or an HTTP-date; nothing when absent or
+// unreadable. Negative delays read as zero.
+std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
+                                                           std::chrono::system_clock::time_point now);
 
 // Response headers worth keeping: ids and server-side timing signals of the common servers.
 bool is_kept_header(std::string_view lower_name);

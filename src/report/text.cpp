@@ -54,7 +54,55 @@ std::string headline(const checks::CheckResult& c) {
   if (c.id == "transport")
     return "connect " + metric(c, "connect_p50_ms") + ", TLS " + metric(c, "tls_p50_ms") + ", first byte " +
            metric(c, "ttfb_p50_ms") + " (reused " + metric(c, "reused_ttfb_p50_ms") + ")";
+  if (c.id == "coldstart") {
+    if (c.metrics.count("penalty_ms"))
+      return "TTFT +" + metric(c, "penalty_ms") + " after " + metric(c, "threshold_s", " s") + " idle (not after " +
+             metric(c, "threshold_low_s", " s") + "); baseline " + metric(c, "baseline_ttft_p50_ms");
+    return "no jump after " + count(c, "gaps_count") + " idle gaps; baseline TTFT " + metric(c, "baseline_ttft_p50_ms") +
+           ", first request " + metric(c, "first_request_ttft_ms");
+  }
+  if (c.id == "baseline") {
+    std::string h = "TTFT " + metric(c, "ttft_p50_ms") + ", per token " + metric(c, "tpot_p50_ms") + ", total " +
+                    metric(c, "total_p50_ms");
+    if (c.metrics.count("tpot_ratio"))
+      h += "; against the small model x" + metric(c, "ttft_ratio", "") + " TTFT, x" + metric(c, "tpot_ratio", "") +
+           " per token";
+    return h;
+  }
+  if (c.id == "sweep")
+    return "prefill " + metric(c, "prefill_ms_per_token", " ms/token") + " + " + metric(c, "prefill_overhead_ms") +
+           ", decode " + metric(c, "decode_ms_per_token", " ms/token") + ", " + count(c, "stopped_early_count") +
+           " stopped early";
+  if (c.id == "serialization")
+    return "body " + metric(c, "upload_parse_ms_per_mb", " ms/MB") + ", stream vs whole " +
+           metric(c, "stream_overhead_ms") + ", " + metric(c, "stream_token_bytes", " bytes/token");
+  if (c.id == "concurrency")
+    return "throughput scaling " + metric(c, "throughput_scaling_ratio", "") + ", makespan growth " +
+           metric(c, "latency_growth_ratio", "") + " (1 = one at a time), knee at " + count(c, "knee_level_count") +
+           " streams";
+  if (c.id == "soak")
+    return "TTFT p50 " + metric(c, "ttft_p50_ms") + ", drift " + metric(c, "ttft_drift_ms") + ", slow " +
+           percent(c, "slow_ratio");
   return std::to_string(c.metrics.size()) + " metrics";
+}
+
+void coldstart_tables(std::string& out, const checks::CheckResult& c) {
+  if (!c.details.contains("gaps") || c.details["gaps"].empty()) return;
+  add(out, "\ncoldstart: TTFT after idle gaps (baseline %s, cold above +%s)\n  %8s %12s %12s\n",
+      metric(c, "baseline_ttft_p50_ms").c_str(), num(c.details["margin_ms"]).c_str(), "idle", "TTFT", "excess");
+  for (const auto& g : c.details["gaps"])
+    add(out, "  %6.0f s %12s %12s%s\n", g["gap_s"].get<double>(), num(g["ttft_ms"]).c_str(), num(g["excess_ms"]).c_str(),
+        g["cold"].get<bool>() ? "  cold" : "");
+}
+
+void concurrency_tables(std::string& out, const checks::CheckResult& c) {
+  if (!c.details.contains("levels") || c.details["levels"].empty()) return;
+  add(out, "\nconcurrency: per level\n  %8s %12s %12s %12s %12s %14s\n", "streams", "TTFT p50", "TTFT p90", "total p50",
+      "makespan", "tokens/s");
+  for (const auto& l : c.details["levels"])
+    add(out, "  %8d %12s %12s %12s %12s %14.1f\n", l["streams"].get<int>(), num(l["ttft_p50_ms"]).c_str(),
+        num(l["ttft_p90_ms"]).c_str(), num(l["total_p50_ms"]).c_str(), num(l["makespan_ms"]).c_str(),
+        l["throughput_tokens_per_s"].get<double>());
 }
 
 void dns_tables(std::string& out, const checks::CheckResult& c) {
@@ -157,6 +205,8 @@ std::string render_text(const run::RunResult& r) {
     if (c.id == "dns") dns_tables(out, c);
     if (c.id == "path") path_tables(out, c);
     if (c.id == "transport") transport_tables(out, c);
+    if (c.id == "coldstart") coldstart_tables(out, c);
+    if (c.id == "concurrency") concurrency_tables(out, c);
   }
   return out;
 }

@@ -38,7 +38,9 @@ core::Status validate(const RunPlan& plan) {
         std::none_of(reg.begin(), reg.end(), [&](const checks::CheckEntry& e) { return e.id == check; }))
       problems.push_back("option '" + key + "' names no check (write CHECK.NAME=VALUE)");
   }
-  for (const auto* e : selected(plan)) (void)e->make(plan.options);  // constructors read and check options
+  // Every check's constructor reads and checks its options, selected or not: a bad value is a
+  // mistake either way.
+  for (const auto& e : checks::registry()) (void)e.make(plan.options);
   for (const auto& err : plan.options.errors()) problems.push_back(err);
   if (problems.empty()) return {};
   std::string detail;

@@ -8,31 +8,46 @@
 
 namespace infdoctor::test {
 
-inline checks::CheckResult run_check(const std::string& id, const std::string& base_url,
-                                     const std::vector<std::pair<std::string, std::string>>& options,
-                                     const std::string& cacert = "", std::vector<std::string> addresses = {},
-                                     std::chrono::seconds deadline = std::chrono::seconds(60)) {
+struct CheckSetup {
+  std::string base_url;
+  std::vector<std::pair<std::string, std::string>> options;
+  std::string cacert;
+  checks::Models models;
+  int max_requests = 1000000;
+  std::chrono::seconds deadline{120};
+};
+
+inline checks::CheckResult run_check(const std::string& id, const CheckSetup& setup,
+                                     checks::CheckContext** ctx_out = nullptr) {
   checks::Options o;
-  for (const auto& [k, v] : options) o.set(k, v);
-  auto target = checks::parse_target(base_url);
+  for (const auto& [k, v] : setup.options) o.set(k, v);
+  auto target = checks::parse_target(setup.base_url);
   REQUIRE(target.ok());
   api::Endpoint ep;
-  ep.base_url = base_url;
-  ep.tls.cacert = cacert;
-  ep.timeout = std::chrono::seconds(10);
-  checks::CheckContext ctx(target.value(), ep);
-  if (target->host_is_ip) ctx.set_addresses({target->host});
-  if (!addresses.empty()) ctx.set_addresses(addresses);
-  ctx.set_deadline(core::SteadyClock::now() + deadline);
+  ep.base_url = setup.base_url;
+  ep.tls.cacert = setup.cacert;
+  ep.timeout = std::chrono::seconds(30);
+  static thread_local std::unique_ptr<checks::CheckContext> ctx;
+  ctx = std::make_unique<checks::CheckContext>(target.value(), ep);
+  if (target->host_is_ip) ctx->set_addresses({target->host});
+  ctx->set_models(setup.models);
+  ctx->set_max_requests(setup.max_requests);
+  ctx->set_deadline(core::SteadyClock::now() + setup.deadline);
+  if (ctx_out) *ctx_out = ctx.get();
   for (const auto& e : checks::registry()) {
     if (e.id != id) continue;
     auto check = e.make(o);
     REQUIRE_MESSAGE(o.errors().empty(), o.errors().front());
-    checks::CheckResult r = check->run(ctx);
-    return r;
+    return check->run(*ctx);
   }
   FAIL("no check " << id);
   return {};
+}
+
+inline checks::CheckResult run_check(const std::string& id, const std::string& base_url,
+                                     const std::vector<std::pair<std::string, std::string>>& options,
+                                     const std::string& cacert = "") {
+  return run_check(id, CheckSetup{base_url, options, cacert, {}, 1000000, std::chrono::seconds(60)});
 }
 
 inline double metric(const checks::CheckResult& r, const std::string& name) {

@@ -1,9 +1,9 @@
 // lab_run: builds the network lab, starts the fake provider (TLS, 198.51.100.2:8443, name
 // api.lab.test) and a DNS responder (192.0.2.1:53), runs one command in the client namespace,
 // and tears everything down. For people reproducing the lab tests' numbers by hand:
-//   build/tests/lab_run --delay-ms 20 [--loss 0.1] [--dns-delay-ms 150] -- \
-//     build/infdoctor run --base-url https://api.lab.test:8443/v1 --cacert build/tests/certs/ca.pem \
-//       --resolver 192.0.2.1:53 --no-system-resolvers --checks dns,path,transport
+//   build/tests/lab_run --delay-ms 20 [--loss 0.1] [--dns-delay-ms 150] -- $PWD/build/infdoctor run
+//     --base-url https://api.lab.test:8443/v1 --cacert $PWD/build/tests/certs/ca.pem
+//     --resolver 192.0.2.1:53 --no-system-resolvers --checks dns,path,transport
 // Needs root.
 #include <cstdio>
 #include <cstdlib>

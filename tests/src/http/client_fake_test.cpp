@@ -66,6 +66,17 @@ TEST_CASE("planted TTFT 300 ms and 20 ms per token over 64 tokens come back meas
   }
 }
 
+TEST_CASE("a large upload: TTFB and TTFT count from the request's start, not from the end of the upload") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 50, "parse_ms_per_kb": 1}}})");
+  http::Client client;
+  auto c = chat("m", 1);
+  c.pad_bytes = 512 * 1024;  // the fake spends 1 ms per KB reading it: about 512 ms
+  const auto s = api::run_chat(client, endpoint_for(*server, false), c, /*fresh=*/true);
+  REQUIRE_MESSAGE(s.ok, s.error_message);
+  CHECK(*s.ttfb_ms == doctest::Approx(512).epsilon(0.05));
+  CHECK(*s.ttft_ms == doctest::Approx(562).epsilon(0.05));
+}
+
 TEST_CASE("a second request on the same client reuses the connection") {
   auto server = test::start_fake(R"({"models": {"m": {}}})");
   http::Client client;

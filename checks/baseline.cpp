@@ -1,0 +1,133 @@
+// checks/baseline.cpp. Measures: the same short streamed request to the small model (--small-model)
+// and to the target model (--model), alternating so that drift and load hit both alike:
+// TTFT, time per output token (TPOT), end-to-end and inter-token gaps, each over baseline.samples
+// requests, with bootstrap 95 % intervals of the medians and the target/small ratios.
+// Cannot tell: why a model is slow (engine, hardware, quantisation), only that it is, and whether
+// the provider serves both models from the same fleet.
+// Emits: baseline.{ttft_p50_ms,tpot_p50_ms,total_p50_ms,itl_p99_ms,...,small_*,ttft_ratio,tpot_ratio}.
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "stats/fit.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "baseline",
+    "Small model against target model",
+    "The same short request to a small model and to the target model: TTFT, time per token, total.",
+    {{"baseline.ttft_p50_ms", "ms", "target model: median time to first token (without connection setup)"},
+     {"baseline.ttft_p90_ms", "ms", "target model: 90th percentile TTFT"},
+     {"baseline.ttft_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TTFT, low end"},
+     {"baseline.ttft_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TTFT, high end"},
+     {"baseline.tpot_p50_ms", "ms", "target model: median time per output token"},
+     {"baseline.tpot_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TPOT, low end"},
+     {"baseline.tpot_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TPOT, high end"},
+     {"baseline.total_p50_ms", "ms", "target model: median end-to-end time"},
+     {"baseline.itl_p50_ms", "ms", "target model: median gap between content events"},
+     {"baseline.itl_p99_ms", "ms", "target model: 99th percentile gap between content events"},
+     {"baseline.output_tokens_p50_count", "count", "target model: median output tokens"},
+     {"baseline.events_per_token_ratio", "ratio", "target model: content events per output token"},
+     {"baseline.samples_count", "count", "target model: successful requests"},
+     {"baseline.small_ttft_p50_ms", "ms", "small model: median TTFT"},
+     {"baseline.small_tpot_p50_ms", "ms", "small model: median time per output token"},
+     {"baseline.small_total_p50_ms", "ms", "small model: median end-to-end time"},
+     {"baseline.small_samples_count", "count", "small model: successful requests"},
+     {"baseline.ttft_ratio", "ratio", "target over small median TTFT"},
+     {"baseline.tpot_ratio", "ratio", "target over small median TPOT"},
+     {"baseline.total_ratio", "ratio", "target over small median end-to-end"},
+     {"baseline.failures_count", "count", "failed requests, both models"}}};
+
+struct Series {
+  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token;
+};
+
+class BaselineCheck final : public Check {
+ public:
+  explicit BaselineCheck(const Options& o)
+      : samples_(o.get_int(kInfo.id, "samples", 5, 1, 1000)),
+        max_tokens_(o.get_int(kInfo.id, "max_tokens", 64, 2, 100000)),
+        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)) {}
+  const CheckInfo& info() const override { return kInfo; }
+  Cost cost() const override {
+    const int n = 2 * samples_;  // at most: the small model may not be given
+    return {n, static_cast<long long>(n) * prompt_tokens_, static_cast<long long>(n) * max_tokens_};
+  }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    const Models& m = ctx.models();
+    if (m.target.empty()) return out.skip("no --model given");
+    std::vector<std::string> models = {m.target};
+    if (!m.small.empty() && m.small != m.target) models.insert(models.begin(), m.small);
+    Series target, small;
+    RequestLoop loop(ctx, out);
+    for (int i = 0; i < samples_ && !loop.stopped(); ++i) {
+      for (const auto& model : models) {
+        ctx.progress("baseline: " + model + " " + std::to_string(i + 1) + "/" + std::to_string(samples_));
+        api::ChatRequest req;
+        req.model = model;
+        req.prompt = api::synthetic_prompt(prompt_tokens_);
+        req.max_tokens = max_tokens_;
+        const auto sent = loop.send(req, {{"model_role", model == m.target ? "target" : "small"}});
+        if (!sent || !sent->ok) continue;
+        const api::RequestSample& s = *sent;
+        Series& dst = model == m.target ? target : small;
+        if (auto t = server_ttft_ms(s)) dst.ttft.push_back(*t);
+        if (auto t = server_total_ms(s)) dst.total.push_back(*t);
+        if (s.tpot_ms) dst.tpot.push_back(*s.tpot_ms);
+        if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
+        if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
+        dst.itl.insert(dst.itl.end(), s.itl_ms.begin(), s.itl_ms.end());
+      }
+    }
+    out.set("failures_count", loop.failures());
+    out.set("samples_count", static_cast<double>(target.ttft.size()));
+    const stats::Summary tt = stats::summarize(target.ttft), tp = stats::summarize(target.tpot),
+                         to = stats::summarize(target.total), ti = stats::summarize(target.itl);
+    if (tt.p50) {
+      out.set("ttft_p50_ms", *tt.p50);
+      out.set("ttft_p90_ms", *tt.p90);
+    }
+    if (auto ci = stats::bootstrap_median_ci(target.ttft)) {
+      out.set("ttft_p50_ci_low_ms", ci->low);
+      out.set("ttft_p50_ci_high_ms", ci->high);
+    }
+    if (tp.p50) out.set("tpot_p50_ms", *tp.p50);
+    if (auto ci = stats::bootstrap_median_ci(target.tpot)) {
+      out.set("tpot_p50_ci_low_ms", ci->low);
+      out.set("tpot_p50_ci_high_ms", ci->high);
+    }
+    if (to.p50) out.set("total_p50_ms", *to.p50);
+    if (ti.p50) {
+      out.set("itl_p50_ms", *ti.p50);
+      out.set("itl_p99_ms", *ti.p99);
+    }
+    if (auto v = stats::median(target.tokens)) out.set("output_tokens_p50_count", *v);
+    if (auto v = stats::median(target.events_per_token)) out.set("events_per_token_ratio", *v);
+    if (models.size() == 2) {
+      const auto st = stats::median(small.ttft), sp = stats::median(small.tpot), so = stats::median(small.total);
+      out.set("small_samples_count", static_cast<double>(small.ttft.size()));
+      if (st) out.set("small_ttft_p50_ms", *st);
+      if (sp) out.set("small_tpot_p50_ms", *sp);
+      if (so) out.set("small_total_p50_ms", *so);
+      if (st && tt.p50 && *st > 0) out.set("ttft_ratio", *tt.p50 / *st);
+      if (sp && tp.p50 && *sp > 0) out.set("tpot_ratio", *tp.p50 / *sp);
+      if (so && to.p50 && *so > 0) out.set("total_ratio", *to.p50 / *so);
+    } else {
+      out.details["small_model"] = "not given (--small-model): no ratios";
+    }
+    if (out.status == CheckStatus::Ok && target.ttft.empty())
+      return out.fail(core::make_error(core::ErrorCode::StreamError, "no request to the target model succeeded"));
+    return out;
+  }
+
+ private:
+  int samples_, max_tokens_, prompt_tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_baseline_check(const Options& o) { return std::make_unique<BaselineCheck>(o); }
+
+}  // namespace infdoctor::checks

@@ -1,0 +1,129 @@
+// checks/coldstart.cpp. Measures: time to first token after rising idle gaps (coldstart.idle_gaps,
+// seconds, ascending), against a baseline of back-to-back requests; the first request of the run
+// (this check runs before the other model checks so that it is the one to pay any start-up).
+// Each request asks for one token, so the time is start-up plus prefill, not generation. TTFT is
+// taken without the request's own connection setup, so a kept-alive connection closed by the
+// server during a long gap does not read as a cold model.
+// A gap is "cold" when its TTFT exceeds the baseline median by more than max(5 MAD, 20 % of the
+// median, 25 ms): robust to a noisy baseline, blind to penalties smaller than that.
+// Cannot tell: a cold model from a cold cache or autoscaler in front of it; idle caused by other
+// clients' traffic (a busy shared endpoint never goes cold).
+// Emits: coldstart.{baseline_ttft_p50_ms,first_request_ttft_ms,first_request_penalty_ms,
+// penalty_ms,threshold_s,threshold_low_s,cold_gaps_count,gaps_count}.
+#include <algorithm>
+
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "stats/fit.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "coldstart",
+    "Cold starts",
+    "Time to first token after rising idle gaps, against back-to-back requests.",
+    {{"coldstart.baseline_ttft_p50_ms", "ms", "median TTFT of back-to-back requests"},
+     {"coldstart.baseline_ttft_mad_ms", "ms", "their spread (scaled MAD)"},
+     {"coldstart.first_request_ttft_ms", "ms", "TTFT of the run's first model request"},
+     {"coldstart.first_request_penalty_ms", "ms", "first request's TTFT minus the baseline median"},
+     {"coldstart.penalty_ms", "ms", "median TTFT excess over the baseline after the cold gaps"},
+     {"coldstart.threshold_s", "s", "shortest idle gap after which TTFT jumped"},
+     {"coldstart.threshold_low_s", "s", "longest shorter gap after which it did not"},
+     {"coldstart.cold_gaps_count", "count", "idle gaps after which TTFT jumped"},
+     {"coldstart.gaps_count", "count", "idle gaps measured"},
+     {"coldstart.samples_count", "count", "requests that succeeded"}}};
+
+class ColdstartCheck final : public Check {
+ public:
+  explicit ColdstartCheck(const Options& o)
+      : gaps_(o.get_number_list(kInfo.id, "idle_gaps", "0,2,5,10,20", 0, 86400)),
+        baseline_samples_(o.get_int(kInfo.id, "baseline_samples", 3, 1, 100)),
+        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
+  const CheckInfo& info() const override { return kInfo; }
+  Cost cost() const override {
+    const int n = 1 + baseline_samples_ + static_cast<int>(std::count_if(gaps_.begin(), gaps_.end(), [](double g) { return g > 0; }));
+    return {n, static_cast<long long>(n) * prompt_tokens_, n};
+  }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    if (ctx.models().target.empty()) return out.skip("no --model given");
+    api::ChatRequest req;
+    req.model = ctx.models().target;
+    req.prompt = api::synthetic_prompt(prompt_tokens_);
+    req.max_tokens = 1;
+    RequestLoop loop(ctx, out);
+    auto one = [&](const nlohmann::json& label) -> std::optional<double> {
+      auto s = loop.send(req, label);
+      return s ? server_ttft_ms(*s) : std::nullopt;
+    };
+
+    ctx.progress("coldstart: the run's first model request");
+    const auto first = one({{"phase", "first"}});
+    std::vector<double> base;
+    for (int i = 0; i < baseline_samples_ && !loop.stopped(); ++i) {
+      ctx.progress("coldstart: back-to-back baseline " + std::to_string(i + 1) + "/" + std::to_string(baseline_samples_));
+      if (auto t = one({{"phase", "baseline"}})) base.push_back(*t);
+    }
+    if (loop.stopped()) return out;
+    if (base.empty()) return out.fail(core::make_error(core::ErrorCode::StreamError, "no baseline request succeeded"));
+    const double base_med = *stats::median(base);
+    const double base_mad = stats::mad(base);
+    const double margin = std::max({5 * base_mad, 0.2 * base_med, 25.0});
+    out.set("baseline_ttft_p50_ms", base_med);
+    out.set("baseline_ttft_mad_ms", base_mad);
+    if (first) {
+      out.set("first_request_ttft_ms", *first);
+      out.set("first_request_penalty_ms", *first - base_med);
+    }
+
+    nlohmann::json table = nlohmann::json::array();
+    std::vector<double> excess_cold;
+    std::optional<double> threshold, threshold_low;
+    int measured = 0;
+    for (const double gap : gaps_) {
+      if (gap <= 0) continue;
+      ctx.progress("coldstart: idle " + std::to_string(static_cast<int>(gap)) + " s before the next request");
+      if (!ctx.idle_until(core::SteadyClock::now() + std::chrono::milliseconds(static_cast<long long>(gap * 1000)))) {
+        out.details["stopped"] = "the check's deadline came before the " + std::to_string(gap) + " s gap ended";
+        break;
+      }
+      const auto t = one({{"phase", "gap"}, {"gap_s", gap}});
+      if (loop.stopped()) break;
+      if (!t) continue;
+      ++measured;
+      const double excess = *t - base_med;
+      const bool cold = excess > margin;
+      table.push_back({{"gap_s", gap}, {"ttft_ms", *t}, {"excess_ms", excess}, {"cold", cold}});
+      if (cold) {
+        if (!threshold) threshold = gap;
+        excess_cold.push_back(excess);
+      } else if (!threshold) {
+        threshold_low = gap;
+      }
+    }
+    out.details["gaps"] = table;
+    out.details["margin_ms"] = margin;
+    out.set("gaps_count", measured);
+    out.set("cold_gaps_count", static_cast<double>(excess_cold.size()));
+    out.set("samples_count", static_cast<double>(out.samples.size()));
+    if (threshold) {
+      out.set("threshold_s", *threshold);
+      out.set("penalty_ms", *stats::median(excess_cold));
+    }
+    if (threshold_low) out.set("threshold_low_s", *threshold_low);
+    return out;
+  }
+
+ private:
+  std::vector<double> gaps_;
+  int baseline_samples_;
+  int prompt_tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_coldstart_check(const Options& o) { return std::make_unique<ColdstartCheck>(o); }
+
+}  // namespace infdoctor::checks

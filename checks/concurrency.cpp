@@ -1,0 +1,166 @@
+// checks/concurrency.cpp. Measures, on the target model: batches of 1, 2, 4, ... parallel streams
+// (concurrency.levels) through the libcurl multi interface, each batch started at once:
+// per level TTFT and end-to-end percentiles, the batch's makespan and its output tokens per second.
+// From those: whether throughput grows with concurrency (the server batches) or the makespan
+// grows in proportion (requests are served one after another), and the knee, the last level
+// after which doubling the streams adds less than 20 % throughput.
+//   throughput_scaling_ratio = (throughput at max / throughput at 1) / max level: 1 = perfect
+//   batching, 1/max = none. latency_growth_ratio = (makespan at max / makespan at 1) / max level:
+//   1 = fully serialised, 1/max = none.
+// Cannot tell: our streams from other tenants' load; a client-side limit (one HTTP/1.1
+// connection per stream here, so no head-of-line blocking on our side).
+// Emits: concurrency.{throughput_scaling_ratio,latency_growth_ratio,knee_level_count,...}.
+#include <cmath>
+
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "stats/fit.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "concurrency",
+    "Concurrency and queueing",
+    "Parallel streams at rising levels: does throughput grow, or does latency grow in proportion?",
+    {{"concurrency.ttft_p50_at_1_ms", "ms", "median TTFT with one stream"},
+     {"concurrency.ttft_p50_at_max_ms", "ms", "median TTFT at the highest level"},
+     {"concurrency.ttft_p90_at_max_ms", "ms", "90th percentile TTFT at the highest level"},
+     {"concurrency.total_p50_at_1_ms", "ms", "median end-to-end with one stream"},
+     {"concurrency.total_p50_at_max_ms", "ms", "median end-to-end at the highest level"},
+     {"concurrency.throughput_at_1_tokens_per_s", "tokens/s", "output tokens per second, one stream"},
+     {"concurrency.throughput_at_max_tokens_per_s", "tokens/s", "output tokens per second, highest level"},
+     {"concurrency.throughput_scaling_ratio", "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
+     {"concurrency.latency_growth_ratio", "ratio", "makespan gain over the level gain: 1 serialises"},
+     {"concurrency.ttft_growth_ratio", "ratio", "median TTFT at the highest level over one stream's"},
+     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput"},
+     {"concurrency.max_level_count", "count", "highest level measured"},
+     {"concurrency.failures_count", "count", "failed requests"},
+     {"concurrency.rate_limited_count", "count", "429 answers"}}};
+
+struct Level {
+  int streams = 0;
+  std::vector<double> ttft, total;
+  double tokens = 0;
+  double makespan_ms = 0;
+  double throughput = 0;  // tokens per second
+};
+
+class ConcurrencyCheck final : public Check {
+ public:
+  explicit ConcurrencyCheck(const Options& o)
+      : levels_(o.get_number_list(kInfo.id, "levels", "1,2,4,8,16", 1, 4096)),
+        max_tokens_(o.get_int(kInfo.id, "max_tokens", 32, 1, 100000)),
+        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)),
+        rounds_(o.get_int(kInfo.id, "rounds", 1, 1, 100)) {}
+  const CheckInfo& info() const override { return kInfo; }
+  Cost cost() const override {
+    Cost c;
+    for (double l : levels_) c.requests += static_cast<int>(l) * rounds_;
+    c.prompt_tokens = static_cast<long long>(c.requests) * prompt_tokens_;
+    c.output_tokens = static_cast<long long>(c.requests) * max_tokens_;
+    return c;
+  }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    if (ctx.models().target.empty()) return out.skip("no --model given");
+    std::vector<Level> done;
+    int failures = 0, rate_limited = 0;
+    for (const double lv : levels_) {
+      Level level;
+      level.streams = static_cast<int>(lv);
+      for (int round = 0; round < rounds_; ++round) {
+        ctx.progress("concurrency: " + std::to_string(level.streams) + " parallel streams");
+        api::ChatRequest req;
+        req.model = ctx.models().target;
+        req.prompt = api::synthetic_prompt(prompt_tokens_);
+        req.max_tokens = max_tokens_;
+        const auto t0 = core::SteadyClock::now();
+        auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(level.streams), req));
+        if (!r.ok()) {
+          out.fail(r.error());
+          break;
+        }
+        level.makespan_ms += core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+        int failed_here = 0;
+        for (const auto& s : r.value()) {
+          out.samples.push_back(sample_json(s, {{"streams", level.streams}, {"round", round}}));
+          if (!s.ok) {
+            ++failed_here;
+            if (s.http_status == 429) ++rate_limited;
+            continue;
+          }
+          if (auto t = server_ttft_ms(s)) level.ttft.push_back(*t);
+          if (auto t = server_total_ms(s)) level.total.push_back(*t);
+          level.tokens += s.output_tokens ? static_cast<double>(*s.output_tokens) : static_cast<double>(s.content_events);
+        }
+        failures += failed_here;
+        if (failed_here * 2 > level.streams) {
+          out.fail(core::make_error(core::ErrorCode::StreamError,
+                                    "stopped at " + std::to_string(level.streams) + " streams: " +
+                                        std::to_string(failed_here) + " of them failed"));
+          break;
+        }
+      }
+      if (level.makespan_ms > 0) level.throughput = level.tokens / (level.makespan_ms / 1000.0);
+      if (!level.ttft.empty()) done.push_back(std::move(level));
+      if (out.status == CheckStatus::Error) break;
+    }
+    nlohmann::json table = nlohmann::json::array();
+    for (const auto& l : done) {
+      const auto t = stats::summarize(l.ttft), e = stats::summarize(l.total);
+      table.push_back({{"streams", l.streams},
+                       {"ttft_p50_ms", *t.p50},
+                       {"ttft_p90_ms", *t.p90},
+                       {"total_p50_ms", e.p50 ? nlohmann::json(*e.p50) : nlohmann::json(nullptr)},
+                       {"makespan_ms", l.makespan_ms / rounds_},
+                       {"throughput_tokens_per_s", l.throughput},
+                       {"samples_count", t.count}});
+    }
+    out.details["levels"] = table;
+    out.set("failures_count", failures);
+    out.set("rate_limited_count", rate_limited);
+    if (done.empty()) {
+      if (out.status == CheckStatus::Ok)
+        return out.fail(core::make_error(core::ErrorCode::StreamError, "no concurrency level succeeded"));
+      return out;
+    }
+    const Level& first = done.front();
+    const Level& last = done.back();
+    out.set("max_level_count", last.streams);
+    out.set("ttft_p50_at_1_ms", *stats::summarize(first.ttft).p50);
+    const auto lt = stats::summarize(last.ttft);
+    out.set("ttft_p50_at_max_ms", *lt.p50);
+    out.set("ttft_p90_at_max_ms", *lt.p90);
+    if (auto v = stats::summarize(first.total).p50) out.set("total_p50_at_1_ms", *v);
+    if (auto v = stats::summarize(last.total).p50) out.set("total_p50_at_max_ms", *v);
+    out.set("throughput_at_1_tokens_per_s", first.throughput);
+    out.set("throughput_at_max_tokens_per_s", last.throughput);
+    if (done.size() >= 2 && first.throughput > 0 && first.makespan_ms > 0) {
+      const double level_gain = static_cast<double>(last.streams) / first.streams;
+      out.set("throughput_scaling_ratio", (last.throughput / first.throughput) / level_gain);
+      out.set("latency_growth_ratio", (last.makespan_ms / first.makespan_ms) / level_gain);
+      out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, *stats::summarize(first.ttft).p50));
+      int knee = last.streams;
+      for (std::size_t i = 1; i < done.size(); ++i) {
+        if (done[i].throughput < 1.2 * done[i - 1].throughput) {
+          knee = done[i - 1].streams;
+          break;
+        }
+      }
+      out.set("knee_level_count", knee);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<double> levels_;
+  int max_tokens_, prompt_tokens_, rounds_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_concurrency_check(const Options& o) { return std::make_unique<ConcurrencyCheck>(o); }
+
+}  // namespace infdoctor::checks

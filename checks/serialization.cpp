@@ -1,0 +1,129 @@
+// checks/serialization.cpp. Measures, on the target model:
+//  - upload and parse cost: the same prompt and tokens with the request body padded by JSON
+//    whitespace (insignificant, RFC 8259 section 2) to rising sizes (serialization.sizes_kb),
+//    max_tokens=1; TTFT (without connection setup) fitted against body megabytes (Theil-Sen).
+//  - streamed against non-streamed: the same request both ways, end-to-end; and the bytes the
+//    stream spends per output token (framing and JSON overhead).
+// Cannot tell: upload bandwidth from server-side parsing (both are in the slope); compression a
+// proxy may apply.
+// Emits: serialization.{upload_parse_ms_per_mb,upload_parse_overhead_ms,upload_parse_fit_r2_ratio,
+// stream_total_p50_ms,nonstream_total_p50_ms,stream_overhead_ms,stream_token_bytes}.
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "stats/fit.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "serialization",
+    "Serialization",
+    "Cost of request body size (upload and parse) and of streaming against a single response.",
+    {{"serialization.upload_parse_ms_per_mb", "ms", "fitted TTFT slope per megabyte of request body"},
+     {"serialization.upload_parse_overhead_ms", "ms", "fitted TTFT at an empty body"},
+     {"serialization.upload_parse_fit_r2_ratio", "ratio", "how well a line explains TTFT against body size"},
+     {"serialization.largest_body_bytes", "bytes", "largest request body sent"},
+     {"serialization.ttft_at_largest_body_ms", "ms", "median TTFT at the largest body"},
+     {"serialization.stream_total_p50_ms", "ms", "streamed: median end-to-end"},
+     {"serialization.nonstream_total_p50_ms", "ms", "not streamed: median end-to-end"},
+     {"serialization.stream_overhead_ms", "ms", "streamed minus non-streamed end-to-end"},
+     {"serialization.stream_token_bytes", "bytes", "response bytes per streamed output token"},
+     {"serialization.samples_count", "count", "padded requests that succeeded"},
+     {"serialization.failures_count", "count", "failed requests"}}};
+
+class SerializationCheck final : public Check {
+ public:
+  explicit SerializationCheck(const Options& o)
+      : sizes_kb_(o.get_number_list(kInfo.id, "sizes_kb", "1,64,1024,4096", 0, 65536)),
+        repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
+        max_tokens_(o.get_int(kInfo.id, "max_tokens", 32, 2, 100000)),
+        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
+  const CheckInfo& info() const override { return kInfo; }
+  Cost cost() const override {
+    const int n = static_cast<int>(sizes_kb_.size()) * repeats_ + 2 * repeats_;
+    return {n, static_cast<long long>(n) * prompt_tokens_,
+            static_cast<long long>(sizes_kb_.size()) * repeats_ + 2LL * repeats_ * max_tokens_};
+  }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    if (ctx.models().target.empty()) return out.skip("no --model given");
+    RequestLoop loop(ctx, out);
+
+    api::ChatRequest base;
+    base.model = ctx.models().target;
+    base.prompt = api::synthetic_prompt(prompt_tokens_);
+    base.max_tokens = 1;
+    const std::size_t plain_bytes = api::build_chat_body(base).size();
+    std::vector<double> x, y, at_largest;
+    double largest = 0;
+    for (const double kb : sizes_kb_) {
+      const auto target = static_cast<std::size_t>(kb * 1024);
+      api::ChatRequest req = base;
+      req.pad_bytes = target > plain_bytes ? target - plain_bytes : 0;
+      const double body_bytes = static_cast<double>(plain_bytes + req.pad_bytes);
+      std::vector<double> here;
+      for (int rep = 0; rep < repeats_; ++rep) {
+        ctx.progress("serialization: request body of " + std::to_string(static_cast<long long>(body_bytes)) + " bytes");
+        auto s = loop.send(req, {{"body_bytes", body_bytes}});
+        if (!s) break;
+        if (auto t = server_ttft_ms(*s)) {
+          x.push_back(body_bytes / (1024.0 * 1024.0));
+          y.push_back(*t);
+          here.push_back(*t);
+        }
+      }
+      if (!here.empty()) {
+        largest = body_bytes;
+        at_largest = here;
+      }
+    }
+    out.set("samples_count", static_cast<double>(x.size()));
+    if (largest > 0) {
+      out.set("largest_body_bytes", largest);
+      out.set("ttft_at_largest_body_ms", *stats::median(at_largest));
+    }
+    if (auto f = stats::theil_sen(x, y)) {
+      out.set("upload_parse_ms_per_mb", f->slope);
+      out.set("upload_parse_overhead_ms", f->intercept);
+      out.set("upload_parse_fit_r2_ratio", f->r2);
+    }
+
+    // The same output streamed and not, alternating.
+    std::vector<double> streamed, whole, bytes_per_token;
+    for (int rep = 0; rep < repeats_; ++rep) {
+      for (const bool stream : {true, false}) {
+        ctx.progress(std::string("serialization: ") + (stream ? "streamed" : "non-streamed") + " response");
+        api::ChatRequest req = base;
+        req.max_tokens = max_tokens_;
+        req.stream = stream;
+        auto s = loop.send(req, {{"stream", stream}});
+        if (!s || !s->ok) continue;
+        if (auto t = server_total_ms(*s)) (stream ? streamed : whole).push_back(*t);
+        if (stream && s->output_tokens && *s->output_tokens > 0)
+          bytes_per_token.push_back(static_cast<double>(s->bytes_received) / static_cast<double>(*s->output_tokens));
+      }
+    }
+    const auto sm = stats::median(streamed), wm = stats::median(whole);
+    if (sm) out.set("stream_total_p50_ms", *sm);
+    if (wm) out.set("nonstream_total_p50_ms", *wm);
+    if (sm && wm) out.set("stream_overhead_ms", *sm - *wm);
+    if (auto b = stats::median(bytes_per_token)) out.set("stream_token_bytes", *b);
+    out.set("failures_count", loop.failures());
+    if (out.status == CheckStatus::Ok && x.empty() && streamed.empty())
+      return out.fail(core::make_error(core::ErrorCode::StreamError, "no serialization request succeeded"));
+    return out;
+  }
+
+ private:
+  std::vector<double> sizes_kb_;
+  int repeats_, max_tokens_, prompt_tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_serialization_check(const Options& o) {
+  return std::make_unique<SerializationCheck>(o);
+}
+
+}  // namespace infdoctor::checks

@@ -1,0 +1,102 @@
+// checks/soak.cpp. Off unless soak.minutes > 0 (--soak-minutes). Measures: one request every
+// soak.interval_ms to the target model for the given minutes; the trend of TTFT and time per
+// token over the run (Theil-Sen slope times the duration: the drift), their variance (coefficient
+// of variation), and the share of requests slower than twice the median (periodic slowdowns).
+// Cannot tell: whose load causes a slowdown (a noisy neighbour, a deploy, our own soak).
+// Emits: soak.{ttft_p50_ms,ttft_p99_ms,ttft_cv_ratio,ttft_drift_ms,tpot_p50_ms,tpot_drift_ms,
+// slow_ratio,samples_count,duration_s}.
+#include <cmath>
+
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "stats/fit.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "soak",
+    "Soak",
+    "Steady load for some minutes: drift, variance and periodic slowdowns over time.",
+    {{"soak.ttft_p50_ms", "ms", "median TTFT"},
+     {"soak.ttft_p99_ms", "ms", "99th percentile TTFT"},
+     {"soak.ttft_cv_ratio", "ratio", "TTFT standard deviation over its mean"},
+     {"soak.ttft_drift_ms", "ms", "fitted change of TTFT from the start to the end of the soak"},
+     {"soak.tpot_p50_ms", "ms", "median time per output token"},
+     {"soak.tpot_drift_ms", "ms", "fitted change of TPOT over the soak"},
+     {"soak.slow_ratio", "ratio", "requests slower than twice the median TTFT"},
+     {"soak.samples_count", "count", "successful requests"},
+     {"soak.failures_count", "count", "failed requests"},
+     {"soak.duration_s", "s", "how long the soak ran"}}};
+
+class SoakCheck final : public Check {
+ public:
+  explicit SoakCheck(const Options& o)
+      : minutes_(o.get_double(kInfo.id, "minutes", 0, 0, 24 * 60)),
+        interval_ms_(o.get_int(kInfo.id, "interval_ms", 1000, 10, 3600000)),
+        max_tokens_(o.get_int(kInfo.id, "max_tokens", 16, 2, 100000)),
+        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)) {}
+  const CheckInfo& info() const override { return kInfo; }
+  Cost cost() const override {
+    const int n = static_cast<int>(std::ceil(minutes_ * 60000.0 / interval_ms_));
+    return {n, static_cast<long long>(n) * prompt_tokens_, static_cast<long long>(n) * max_tokens_};
+  }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    if (minutes_ <= 0) return out.skip("off: give --soak-minutes N to run it");
+    if (ctx.models().target.empty()) return out.skip("no --model given");
+    const auto t0 = core::SteadyClock::now();
+    const auto end = t0 + std::chrono::milliseconds(static_cast<long long>(minutes_ * 60000));
+    std::vector<double> at_s, ttft, tpot_at_s, tpot;
+    RequestLoop loop(ctx, out);
+    auto next = t0;
+    while (next < end && !loop.stopped() && core::SteadyClock::now() < ctx.deadline()) {
+      if (!ctx.idle_until(next)) break;
+      next += std::chrono::milliseconds(interval_ms_);
+      ctx.progress("soak: request " + std::to_string(out.samples.size() + 1));
+      api::ChatRequest req;
+      req.model = ctx.models().target;
+      req.prompt = api::synthetic_prompt(prompt_tokens_);
+      req.max_tokens = max_tokens_;
+      const double when = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+      const auto sent = loop.send(req, {{"at_s", when}});
+      if (!sent || !sent->ok) continue;
+      const api::RequestSample& s = *sent;
+      if (auto t = server_ttft_ms(s)) {
+        at_s.push_back(when);
+        ttft.push_back(*t);
+      }
+      if (s.tpot_ms) {
+        tpot_at_s.push_back(when);
+        tpot.push_back(*s.tpot_ms);
+      }
+    }
+    const double duration = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+    out.set("duration_s", duration);
+    out.set("samples_count", static_cast<double>(ttft.size()));
+    out.set("failures_count", loop.failures());
+    const auto s = stats::summarize(ttft);
+    if (s.p50) {
+      out.set("ttft_p50_ms", *s.p50);
+      out.set("ttft_p99_ms", *s.p99);
+      const double slow = static_cast<double>(std::count_if(ttft.begin(), ttft.end(), [&](double v) { return v > 2 * *s.p50; }));
+      out.set("slow_ratio", slow / static_cast<double>(ttft.size()));
+    }
+    if (s.stddev && s.mean && *s.mean > 0) out.set("ttft_cv_ratio", *s.stddev / *s.mean);
+    if (auto f = stats::theil_sen(at_s, ttft)) out.set("ttft_drift_ms", f->slope * duration);
+    if (auto v = stats::median(tpot)) out.set("tpot_p50_ms", *v);
+    if (auto f = stats::theil_sen(tpot_at_s, tpot)) out.set("tpot_drift_ms", f->slope * duration);
+    return out;
+  }
+
+ private:
+  double minutes_;
+  int interval_ms_, max_tokens_, prompt_tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_soak_check(const Options& o) { return std::make_unique<SoakCheck>(o); }
+
+}  // namespace infdoctor::checks

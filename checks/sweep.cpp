@@ -1,0 +1,170 @@
+// checks/sweep.cpp. Measures, on the target model:
+//  - prefill: TTFT at max_tokens=1 over rising prompt sizes (sweep.prompt_tokens), fitted as
+//    TTFT = overhead + slope x prompt tokens (Theil-Sen). Sizes use the server's own usage counts:
+//    the first response calibrates how many words make a token, so no tokenizer is needed. A size
+//    the model refuses (400, context too long) ends the sweep and sets the largest size accepted.
+//  - decode: end-to-end time over rising max_tokens (sweep.max_tokens) with a short prompt,
+//    fitted as total = overhead + slope x output tokens; responses that stop before max_tokens
+//    are counted (their true lengths still feed the fit).
+// TTFT and totals are taken without the request's own connection setup.
+// Cannot tell: prefill from queueing when the server is busy (see concurrency), nor the
+// tokenizer's treatment of our synthetic prompt versus real text.
+// Emits: sweep.{prefill_ms_per_token,prefill_overhead_ms,prefill_fit_r2_ratio,decode_ms_per_token,
+// decode_overhead_ms,decode_fit_r2_ratio,tpot_p50_ms,stopped_early_count,max_prompt_tokens_count}.
+#include <cmath>
+
+#include "checks/check.h"
+#include "checks/registry.h"
+#include "stats/fit.h"
+
+namespace infdoctor::checks {
+namespace {
+
+const CheckInfo kInfo{
+    "sweep",
+    "Prompt-length and output-length sweeps",
+    "TTFT against prompt tokens (prefill cost) and total time against output tokens (decode cost).",
+    {{"sweep.prefill_ms_per_token", "ms", "fitted TTFT slope per prompt token"},
+     {"sweep.prefill_overhead_ms", "ms", "fitted TTFT at zero prompt tokens"},
+     {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
+     {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
+     {"sweep.max_prompt_tokens_count", "count", "largest prompt (server tokens) measured"},
+     {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
+     {"sweep.decode_ms_per_token", "ms", "fitted end-to-end slope per output token"},
+     {"sweep.decode_overhead_ms", "ms", "fitted end-to-end time at zero output tokens"},
+     {"sweep.decode_fit_r2_ratio", "ratio", "how well a line explains total time against output tokens"},
+     {"sweep.decode_samples_count", "count", "decode requests that succeeded"},
+     {"sweep.tpot_p50_ms", "ms", "median time per output token of the decode requests"},
+     {"sweep.max_output_tokens_count", "count", "most output tokens any decode request produced"},
+     {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
+     {"sweep.failures_count", "count", "failed requests"}}};
+
+class SweepCheck final : public Check {
+ public:
+  explicit SweepCheck(const Options& o)
+      : prompts_(o.get_number_list(kInfo.id, "prompt_tokens", "64,512,2048,8192", 1, 2000000)),
+        max_tokens_(o.get_number_list(kInfo.id, "max_tokens", "1,32,128,512", 1, 1000000)),
+        repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
+        decode_prompt_(o.get_int(kInfo.id, "decode_prompt_tokens", 32, 1, 100000)) {}
+  const CheckInfo& info() const override { return kInfo; }
+  Cost cost() const override {
+    Cost c;
+    for (double p : prompts_) {
+      c.requests += repeats_;
+      c.prompt_tokens += static_cast<long long>(p) * repeats_;
+      c.output_tokens += repeats_;
+    }
+    for (double m : max_tokens_) {
+      c.requests += repeats_;
+      c.prompt_tokens += static_cast<long long>(decode_prompt_) * repeats_;
+      c.output_tokens += static_cast<long long>(m) * repeats_;
+    }
+    return c;
+  }
+
+  CheckResult run(CheckContext& ctx) override {
+    CheckResult out = CheckResult::start(kInfo.id);
+    if (ctx.models().target.empty()) return out.skip("no --model given");
+    RequestLoop loop(ctx, out);
+    // Prefill.
+    std::vector<double> px, py;
+    double tokens_per_word = 1.0;  // calibrated by the first answer
+    std::optional<double> largest;
+    std::vector<double> at_largest;
+    for (std::size_t i = 0; i < prompts_.size() && !loop.stopped(); ++i) {
+      const int want = static_cast<int>(prompts_[i]);
+      const int words = std::max(1, static_cast<int>(std::lround(want / tokens_per_word)));
+      bool refused = false;
+      std::vector<double> here;
+      double tokens_here = want;
+      for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        ctx.progress("sweep: prefill at about " + std::to_string(want) + " prompt tokens");
+        api::ChatRequest req;
+        req.model = ctx.models().target;
+        req.prompt = api::synthetic_prompt(words);
+        req.max_tokens = 1;
+        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}});
+        if (!s) break;
+        if (!s->ok) {
+          if (s->http_status == 400 || s->http_status == 413) refused = true;  // too long for the model
+          break;
+        }
+        const double tokens = s->prompt_tokens ? static_cast<double>(*s->prompt_tokens) : want;
+        if (i == 0 && rep == 0 && s->prompt_tokens && *s->prompt_tokens > 0) tokens_per_word = tokens / words;
+        tokens_here = tokens;
+        if (auto t = server_ttft_ms(*s)) {
+          px.push_back(tokens);
+          py.push_back(*t);
+          here.push_back(*t);
+        }
+      }
+      if (refused) {
+        out.details["prompt_refused_at_tokens"] = want;
+        break;
+      }
+      if (!here.empty()) {
+        largest = tokens_here;
+        at_largest = here;
+      }
+    }
+    out.set("prefill_samples_count", static_cast<double>(px.size()));
+    if (largest) {
+      out.set("max_prompt_tokens_count", *largest);
+      out.set("ttft_at_max_prompt_ms", *stats::median(at_largest));
+    }
+    if (auto f = stats::theil_sen(px, py)) {
+      out.set("prefill_ms_per_token", f->slope);
+      out.set("prefill_overhead_ms", f->intercept);
+      out.set("prefill_fit_r2_ratio", f->r2);
+    }
+
+    // Decode.
+    std::vector<double> dx, dy, tpot;
+    int stopped_early = 0;
+    double most = 0;
+    for (double mt : max_tokens_) {
+      if (loop.stopped()) break;
+      for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        ctx.progress("sweep: decode with max_tokens " + std::to_string(static_cast<int>(mt)));
+        api::ChatRequest req;
+        req.model = ctx.models().target;
+        req.prompt = api::synthetic_prompt(decode_prompt_);
+        req.max_tokens = static_cast<int>(mt);
+        auto s = loop.send(req, {{"sweep", "decode"}, {"max_tokens", mt}});
+        if (!s || !s->ok) continue;
+        const double tokens = s->output_tokens ? static_cast<double>(*s->output_tokens)
+                                               : static_cast<double>(s->content_events);
+        if (tokens < mt) ++stopped_early;
+        most = std::max(most, tokens);
+        if (auto t = server_total_ms(*s)) {
+          dx.push_back(tokens);
+          dy.push_back(*t);
+        }
+        if (s->tpot_ms) tpot.push_back(*s->tpot_ms);
+      }
+    }
+    out.set("decode_samples_count", static_cast<double>(dx.size()));
+    out.set("stopped_early_count", stopped_early);
+    out.set("max_output_tokens_count", most);
+    out.set("failures_count", loop.failures());
+    if (auto f = stats::theil_sen(dx, dy)) {
+      out.set("decode_ms_per_token", f->slope);
+      out.set("decode_overhead_ms", f->intercept);
+      out.set("decode_fit_r2_ratio", f->r2);
+    }
+    if (auto v = stats::median(tpot)) out.set("tpot_p50_ms", *v);
+    if (out.status == CheckStatus::Ok && px.empty() && dx.empty())
+      return out.fail(core::make_error(core::ErrorCode::StreamError, "no sweep request succeeded"));
+    return out;
+  }
+
+ private:
+  std::vector<double> prompts_, max_tokens_;
+  int repeats_, decode_prompt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_sweep_check(const Options& o) { return std::make_unique<SweepCheck>(o); }
+
+}  // namespace infdoctor::checks

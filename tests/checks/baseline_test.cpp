@@ -1,0 +1,47 @@
+#include <doctest/doctest.h>
+
+#include "support/checks_support.h"
+#include "support/fake_process.h"
+
+namespace infdoctor {
+
+TEST_CASE("baseline: small model 10 ms per token, target 60 ms: the ratio comes out at 6") {
+  auto server = test::start_fake(R"({"models": {
+      "small": {"overhead_ms": 30, "decode_ms_per_token": 10},
+      "big": {"overhead_ms": 90, "decode_ms_per_token": 60}}})");
+  const auto c = test::run_check("baseline", {server->base_url(), {{"baseline.samples", "3"}, {"baseline.max_tokens", "24"}},
+                                              "", {"big", "small"}});
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "tpot_ratio") == doctest::Approx(6.0).epsilon(0.10));
+  CHECK(test::metric(c, "tpot_p50_ms") == doctest::Approx(60.0).epsilon(0.05));
+  CHECK(test::metric(c, "small_tpot_p50_ms") == doctest::Approx(10.0).epsilon(0.10));
+  CHECK(test::metric(c, "ttft_ratio") == doctest::Approx(3.0).epsilon(0.15));
+  CHECK(test::metric(c, "samples_count") == 3);
+  CHECK(test::metric(c, "small_samples_count") == 3);
+  CHECK(test::metric(c, "ttft_p50_ci_low_ms") <= test::metric(c, "ttft_p50_ms"));
+  CHECK(test::metric(c, "ttft_p50_ci_high_ms") >= test::metric(c, "ttft_p50_ms"));
+  CHECK(c.samples.size() == 6);
+}
+
+TEST_CASE("baseline: without a small model there are no ratios, and it says why") {
+  auto server = test::start_fake(R"({"models": {"big": {"decode_ms_per_token": 5}}})");
+  const auto c = test::run_check("baseline", {server->base_url(), {{"baseline.samples", "2"}}, "", {"big", ""}});
+  REQUIRE(c.status == checks::CheckStatus::Ok);
+  CHECK(c.metrics.count("tpot_ratio") == 0);
+  CHECK(c.details["small_model"].get<std::string>().find("not given") != std::string::npos);
+}
+
+TEST_CASE("baseline: a model that keeps failing stops the check after three tries") {
+  auto server = test::start_fake(R"({"models": {"big": {"faults": [{"kind": "503", "every": 1}]}}})");
+  const auto c = test::run_check("baseline", {server->base_url(), {{"baseline.samples", "10"}}, "", {"big", ""}});
+  CHECK(c.status == checks::CheckStatus::Error);
+  CHECK(c.reason.find("stopped after 3 failed requests in a row") != std::string::npos);
+  CHECK(server->served().size() == 3);
+}
+
+TEST_CASE("baseline: no --model, no requests") {
+  const auto c = test::run_check("baseline", {"http://127.0.0.1:9/v1", {}, "", {}});
+  CHECK(c.status == checks::CheckStatus::Skipped);
+}
+
+}  // namespace infdoctor

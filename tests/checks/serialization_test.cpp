@@ -1,0 +1,32 @@
+#include <doctest/doctest.h>
+
+#include "support/checks_support.h"
+#include "support/fake_process.h"
+
+namespace infdoctor {
+
+TEST_CASE("serialization: a planted parse cost of 2 ms per KB is 2048 ms per MB") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "parse_ms_per_kb": 2, "decode_ms_per_token": 2}}})");
+  const auto c = test::run_check("serialization", {server->base_url(),
+                                                   {{"serialization.sizes_kb", "1,128,512,1024"},
+                                                    {"serialization.repeats", "1"}, {"serialization.max_tokens", "8"}},
+                                                   "",
+                                                   {"m", ""}});
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "upload_parse_ms_per_mb") == doctest::Approx(2048).epsilon(0.15));
+  CHECK(test::metric(c, "largest_body_bytes") == 1024 * 1024);
+  CHECK(test::metric(c, "stream_token_bytes") > 50);  // SSE framing and JSON around every token
+  CHECK(c.metrics.count("stream_overhead_ms") == 1);
+}
+
+TEST_CASE("serialization: no parse cost, a flat line") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20}}})");
+  const auto c = test::run_check("serialization", {server->base_url(),
+                                                   {{"serialization.sizes_kb", "1,256,1024"}, {"serialization.repeats", "1"}},
+                                                   "",
+                                                   {"m", ""}});
+  REQUIRE(c.status == checks::CheckStatus::Ok);
+  CHECK(test::metric(c, "upload_parse_ms_per_mb") < 100);  // loopback moves a megabyte in a few ms
+}
+
+}  // namespace infdoctor
