@@ -189,6 +189,7 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
                                 " requests sent; this step needs " + std::to_string(n) + " more (--max-requests)");
   if (core::SteadyClock::now() < not_before_) {
     progress("waiting out the provider's Retry-After");
+    retry_wait_ms_ += core::to_ms(core::elapsed_us(core::SteadyClock::now(), not_before_));
     if (!idle_until(not_before_))
       return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
   }
@@ -202,6 +203,11 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
   std::vector<api::RequestSample> out = api::run_chats(http_, ep, reqs);
   const auto now_wall = std::chrono::system_clock::now();
   for (const auto& s : out) {
+    if (sample_sink_) {
+      nlohmann::json line = api::to_json(s);
+      line["check"] = current_check_;
+      sample_sink_(line);
+    }
     if (s.http_status != 429 && s.http_status != 503) continue;
     if (s.http_status == 429) ++rate_limited_;
     auto it = s.headers.find("retry-after");

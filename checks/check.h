@@ -3,6 +3,7 @@
 // CheckResult (status, flat metrics with units in their names, raw samples, detail tables) and
 // reports failures inside it; nothing it meets is thrown past run().
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -121,6 +122,10 @@ class CheckContext {
   int requests_spent() const { return spent_; }
   int requests_left() const { return max_requests_ - spent_; }
   int rate_limited_count() const { return rate_limited_; }
+  // Every model request's sample also goes here as it completes (the bundle's samples.jsonl).
+  void set_sample_sink(std::function<void(const nlohmann::json&)> sink) { sample_sink_ = std::move(sink); }
+  void set_current_check(std::string id) { current_check_ = std::move(id); }
+  double retry_wait_ms() const { return retry_wait_ms_; }
 
   // Sends the chat requests in parallel (one at a time when given one), never past the request
   // budget or the deadline, after waiting out any Retry-After the provider asked for. A budget
@@ -139,6 +144,9 @@ class CheckContext {
   int max_requests_ = 1000000;
   int spent_ = 0;
   int rate_limited_ = 0;
+  double retry_wait_ms_ = 0;
+  std::function<void(const nlohmann::json&)> sample_sink_;
+  std::string current_check_;
   core::SteadyTime not_before_{};
 };
 

@@ -21,6 +21,7 @@ int run(int argc, char** argv) {
   std::function<int()> chosen;
   add_probe_command(app, chosen);
   add_run_command(app, chosen);
+  add_explain_command(app, chosen);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,7 +5,9 @@
 #include <memory>
 #include <sstream>
 
+#include "bundle/bundle.h"
 #include "checks/registry.h"
+#include "core/redact.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/endpoint_flags.h"
@@ -30,6 +32,10 @@ struct RunOptions {
   std::vector<std::string> sets;
   int max_hops = 0;
   std::string json_out;
+  std::string rules_dir;
+  std::string slo;
+  std::string prom_out;
+  std::string bundle;
   double check_timeout_s = 120;
 };
 
@@ -104,7 +110,7 @@ void print_plan(const run::RunPlan& plan, int max_requests) {
     std::cerr << "infdoctor: warning: the plan needs more requests than the budget; checks stop when it is spent\n";
 }
 
-int run_run(const RunOptions& o) {
+int run_run(const RunOptions& o, const std::string& command_line) {
   auto ep = make_endpoint(o.endpoint);
   if (!ep.ok()) return fail_config(ep.error().message);
   auto target = checks::parse_target(ep->base_url);
@@ -136,12 +142,35 @@ int run_run(const RunOptions& o) {
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (auto st = run::validate(plan); !st.ok()) return fail_config(st.error().message, st.error().detail);
+  std::vector<std::string> rule_warnings;
+  auto rule_set = run::load_rules(o.rules_dir, rule_warnings);
+  for (const auto& w : rule_warnings) std::cerr << "infdoctor: warning: " << w << '\n';
+  if (!rule_set.ok()) return fail_config(rule_set.error().message, rule_set.error().detail);
+  auto slos = run::parse_slos(o.slo);
+  if (!slos.ok()) return fail_config(slos.error().message);
 
+  std::unique_ptr<bundle::Writer> bundle_writer;
+  std::unique_ptr<bundle::SampleLog> sample_log;
+  if (!o.bundle.empty()) {
+    auto w = bundle::Writer::start(o.bundle);
+    if (!w.ok()) return fail_config(w.error().message, w.error().detail);
+    bundle_writer = std::move(w.value());
+    auto log = bundle::SampleLog::open(bundle_writer->samples_path());
+    if (!log.ok()) return fail_config(log.error().message, log.error().detail);
+    sample_log = std::move(log.value());
+  }
   print_plan(plan, o.max_requests);
   checks::CheckContext ctx(target.value(), ep.value());
   ctx.set_models({o.model, o.small_model});
   ctx.set_max_requests(o.max_requests);
-  const run::RunResult result = run::run_checks(plan, ctx);
+  if (sample_log) ctx.set_sample_sink([&](const nlohmann::json& s) { sample_log->append(s); });
+  run::RunResult result = run::run_checks(plan, ctx);
+  const auto metrics = run::flatten_metrics(result);
+  result.diagnosis = rules::diagnose(rule_set.value(), metrics);
+  std::vector<std::string> unmeasured;
+  for (auto& f : run::check_slos(slos.value(), metrics, unmeasured)) result.diagnosis.push_back(std::move(f));
+  run::rank(result.diagnosis);
+  for (const auto& m : unmeasured) std::cerr << "infdoctor: warning: --slo names " << m << ", which was not measured\n";
   const nlohmann::json j = run::to_json(result);
   if (o.json_out == "-") {
     std::cout << j.dump(2) << '\n';
@@ -153,16 +182,28 @@ int run_run(const RunOptions& o) {
       if (!f) std::cerr << "infdoctor: error: cannot write " << o.json_out << '\n';
     }
   }
-  // Nothing measured at all is "could not run"; judging what was measured comes with the rules.
-  const bool any_ok = std::any_of(result.checks.begin(), result.checks.end(),
-                                  [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Ok; });
-  const bool any_error = std::any_of(result.checks.begin(), result.checks.end(),
-                                     [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
-  if (!any_ok && any_error) {
-    std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";
-    return kExitCouldNotRun;
+  const int code = run::exit_code(result);
+  if (bundle_writer) {
+    bundle::Context bc;
+    bc.command_line = command_line;
+    bc.api_key_env = o.endpoint.api_key_env;
+    bc.base_url = ep->base_url;
+    for (const auto& m : {o.model, o.small_model})
+      if (!m.empty()) bc.models.push_back(m);
+    bc.rules = rule_set->files;
+    sample_log.reset();
+    if (auto st = bundle_writer->finish(result, bc); !st.ok())
+      std::cerr << "infdoctor: error: " << st.error().message << '\n';
+    else
+      std::cerr << "infdoctor: evidence bundle written to " << o.bundle << '\n';
   }
-  return kExitOk;
+  if (!o.prom_out.empty()) {
+    std::ofstream f(o.prom_out, std::ios::binary | std::ios::trunc);
+    f << report::render_prometheus(result, code);
+    if (!f) std::cerr << "infdoctor: error: cannot write " << o.prom_out << '\n';
+  }
+  if (code == kExitCouldNotRun) std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";
+  return code;
 }
 
 }  // namespace
@@ -177,6 +218,8 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       "ICMP round trips, hop table), transport (connect, TLS, first byte; fresh and reused connections), and\n"
       "with --model: cold starts, small against target model, prefill and decode sweeps, serialization,\n"
       "concurrency. Every model request counts against --max-requests.\n"
+      "Then the rules turn the measurements into a ranked diagnosis: which cause costs how many milliseconds.\n"
+      "Exit codes: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run.\n"
       "Example: infdoctor run --base-url https://api.example.com/v1 --model big --small-model small --quick");
   add_endpoint_flags(*cmd, opts->endpoint);
   cmd->add_option("--model,-m", opts->model, "the model to diagnose (without it the model checks are skipped)");
@@ -201,10 +244,30 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--set", opts->sets,
                   "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3");
   cmd->add_option("--json", opts->json_out, "write results.json to FILE, or to stdout with '-' (instead of the report)");
+  cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
+  cmd->add_option("--slo", opts->slo,
+                  "your own limits, e.g. ttft_p50_ms=2000,itl_p99_ms=80 (or full metric names): a violated one is a "
+                  "finding and sets the exit code");
+  cmd->add_option("--prom", opts->prom_out, "write key latencies and finding severities to FILE, Prometheus text format");
   cmd->add_option("--check-timeout", opts->check_timeout_s, "deadline for one check, in seconds")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
-  cmd->callback([opts, &chosen] { chosen = [opts] { return run_run(*opts); }; });
+  cmd->add_option("--bundle", opts->bundle,
+                  "write the evidence bundle to PATH: a directory, or a .tar.gz when PATH ends so");
+  cmd->callback([opts, &chosen, cmd] {
+    // The command line as the bundle records it: flags and values, URLs without credentials.
+    std::string line = "infdoctor run";
+    for (const auto* opt : cmd->get_options()) {
+      if (opt->count() == 0 || opt->get_name() == "--help") continue;
+      const auto& res = opt->results();
+      if (res.empty() || opt->get_expected_min() == 0) {
+        line += " " + opt->get_name();
+        continue;
+      }
+      for (const auto& v : res) line += " " + opt->get_name() + " " + core::redact_url(v);
+    }
+    chosen = [opts, line] { return run_run(*opts, line); };
+  });
 }
 
 }  // namespace infdoctor::cli

@@ -1,5 +1,6 @@
 #include "report/text.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
@@ -10,7 +11,7 @@ using nlohmann::json;
 
 void add(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void add(std::string& out, const char* fmt, ...) {
-  char buf[1024];
+  char buf[4096];
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, ap);
@@ -191,9 +192,35 @@ void transport_tables(std::string& out, const checks::CheckResult& c) {
 
 }  // namespace
 
+std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
+  std::string out;
+  const bool any_issue = std::any_of(findings.begin(), findings.end(),
+                                     [](const rules::Finding& f) { return f.severity != rules::Severity::Info; });
+  if (!any_issue) add(out, "DIAGNOSIS: no finding above info; nothing measured explains slowness.\n");
+  else add(out, "DIAGNOSIS (ranked by attributed milliseconds)\n");
+  int n = 0;
+  for (const auto& f : findings) {
+    ++n;
+    add(out, "\n%2d. [%s] %s\n", n, std::string(rules::severity_name(f.severity)).c_str(), f.title.c_str());
+    add(out, "    %s: %.0f ms, %.0f%% of the observed latency, confidence %.2f  (rule %s)\n",
+        f.cause.empty() ? "limit" : f.cause.c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
+    add(out, "    %s\n", f.explanation.c_str());
+    if (!f.evidence.empty()) {
+      std::string ev;
+      for (const auto& [k, v] : f.evidence) ev += (ev.empty() ? "" : ", ") + k + " " + rules::format_metric(k, v);
+      add(out, "    evidence: %s\n", ev.c_str());
+    }
+    for (const auto& q : f.ask_provider) add(out, "    ask the provider: %s\n", q.c_str());
+    for (const auto& a : f.actions) add(out, "    you can: %s\n", a.c_str());
+  }
+  return out;
+}
+
 std::string render_text(const run::RunResult& r) {
   std::string out;
   add(out, "infdoctor run  %s  %s\n\n", r.target.base_url.c_str(), r.started_at.c_str());
+  out += render_diagnosis(r.diagnosis);
+  add(out, "\n");
   add(out, "  %-14s %-8s %9s  %s\n", "check", "status", "took", "result");
   for (const auto& c : r.checks) {
     char took[32];

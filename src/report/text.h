@@ -8,5 +8,10 @@
 namespace infdoctor::report {
 
 std::string render_text(const run::RunResult& r);
+// Prometheus text exposition format (version 0.0.4) of the run, for scheduled checks.
+std::string render_prometheus(const run::RunResult& r, int exit_code);
+
+// The ranked diagnosis alone (what `explain` prints).
+std::string render_diagnosis(const std::vector<rules::Finding>& findings);
 
 }  // namespace infdoctor::report

@@ -1,9 +1,11 @@
 #include "run/runner.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "checks/registry.h"
 #include "core/redact.h"
+#include "rules/embedded.h"
 
 namespace infdoctor::run {
 namespace {
@@ -56,6 +58,7 @@ RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
   if (ctx.target().host_is_ip) ctx.set_addresses({ctx.target().host});
   for (const auto* e : selected(plan)) {
     auto check = e->make(plan.options);
+    ctx.set_current_check(e->id);
     const auto t0 = core::SteadyClock::now();
     ctx.set_deadline(t0 + plan.check_timeout);
     checks::CheckResult r;
@@ -71,6 +74,9 @@ RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
     out.checks.push_back(std::move(r));
   }
   ctx.progress("");
+  out.run_metrics["run.requests_count"] = ctx.requests_spent();
+  out.run_metrics["run.rate_limited_count"] = ctx.rate_limited_count();
+  out.run_metrics["run.retry_wait_ms"] = ctx.retry_wait_ms();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   return out;
 }
@@ -78,7 +84,13 @@ RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
 nlohmann::json to_json(const RunResult& r) {
   nlohmann::json checks = nlohmann::json::object();
   for (const auto& c : r.checks) checks[c.id] = checks::to_json(c);
+  nlohmann::json run_metrics = nlohmann::json::object();
+  for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
+  nlohmann::json diagnosis = nlohmann::json::array();
+  for (const auto& f : r.diagnosis) diagnosis.push_back(rules::to_json(f));
   return {{"schema", "infdoctor.results/1"},
+          {"run", {{"metrics", run_metrics}}},
+          {"diagnosis", diagnosis},
           {"target",
            {{"base_url", r.target.base_url},
             {"scheme", r.target.scheme},
@@ -87,6 +99,158 @@ nlohmann::json to_json(const RunResult& r) {
           {"started_at", r.started_at},
           {"finished_at", r.finished_at},
           {"checks", checks}};
+}
+
+std::map<std::string, double> flatten_metrics(const RunResult& r) {
+  std::map<std::string, double> out = r.run_metrics;
+  for (const auto& c : r.checks)
+    for (const auto& [k, v] : c.metrics) out[c.id + "." + k] = v;
+  return out;
+}
+
+std::vector<std::string> known_metrics() {
+  std::vector<std::string> out = {"run.requests_count", "run.rate_limited_count", "run.retry_wait_ms"};
+  for (const auto& m : checks::all_metrics()) out.push_back(m.name);
+  return out;
+}
+
+core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std::string>& warnings) {
+  rules::LoadReport report;
+  rules::RuleSet set = dir.empty() ? rules::load_texts(rules::embedded_rules(), known_metrics(), report)
+                                   : rules::load_dir(dir, known_metrics(), report);
+  warnings = report.warnings;
+  if (report.errors.empty()) return set;
+  std::string detail;
+  for (const auto& e : report.errors) detail += (detail.empty() ? "" : "\n") + e;
+  return core::make_error(core::ErrorCode::ConfigError,
+                          std::to_string(report.errors.size()) + " error(s) in the rules", detail);
+}
+
+namespace {
+const std::map<std::string, std::string>& slo_aliases() {
+  static const std::map<std::string, std::string> k = {
+      {"ttft_p50_ms", "baseline.ttft_p50_ms"}, {"ttft_p90_ms", "baseline.ttft_p90_ms"},
+      {"tpot_p50_ms", "baseline.tpot_p50_ms"}, {"itl_p50_ms", "baseline.itl_p50_ms"},
+      {"itl_p99_ms", "baseline.itl_p99_ms"},   {"total_p50_ms", "baseline.total_p50_ms"},
+      {"dns_p50_ms", "dns.p50_ms"},            {"rtt_p50_ms", "path.tcp_rtt_p50_ms"},
+      {"tls_p50_ms", "transport.tls_p50_ms"},  {"cold_start_penalty_ms", "coldstart.penalty_ms"}};
+  return k;
+}
+}  // namespace
+
+core::Result<std::vector<Slo>> parse_slos(const std::string& text) {
+  std::vector<Slo> out;
+  const auto known = known_metrics();
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos)
+      return core::make_error(core::ErrorCode::ConfigError, "--slo wants NAME=LIMIT, got '" + item + "'");
+    std::string name = item.substr(0, eq);
+    if (auto a = slo_aliases().find(name); a != slo_aliases().end()) name = a->second;
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      return core::make_error(core::ErrorCode::ConfigError, "--slo: unknown metric '" + item.substr(0, eq) + "'");
+    char* end = nullptr;
+    const std::string v = item.substr(eq + 1);
+    const double limit = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0')
+      return core::make_error(core::ErrorCode::ConfigError, "--slo: '" + v + "' is not a number");
+    out.push_back(Slo{name, limit});
+  }
+  return out;
+}
+
+std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::map<std::string, double>& metrics,
+                                       std::vector<std::string>& unmeasured) {
+  std::vector<rules::Finding> out;
+  for (const auto& s : slos) {
+    auto it = metrics.find(s.metric);
+    if (it == metrics.end()) {
+      unmeasured.push_back(s.metric);
+      continue;
+    }
+    if (it->second <= s.limit) continue;
+    rules::Finding f;
+    f.rule = "slo." + s.metric;
+    f.severity = rules::Severity::Warning;
+    const bool ms = s.metric.size() > 3 && s.metric.compare(s.metric.size() - 3, 3, "_ms") == 0;
+    f.impact_ms = ms ? it->second - s.limit : 0;
+    f.confidence = 1.0;
+    f.title = "Your limit on " + s.metric + " is exceeded";
+    f.explanation = s.metric + " is " + rules::format_metric(s.metric, it->second) + " against the limit of " +
+                    rules::format_metric(s.metric, s.limit) + ".";
+    f.evidence[s.metric] = it->second;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void rank(std::vector<rules::Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const rules::Finding& a, const rules::Finding& b) {
+    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
+    return a.rule < b.rule;
+  });
+}
+
+int exit_code(const RunResult& r) {
+  const bool any_ok = std::any_of(r.checks.begin(), r.checks.end(),
+                                  [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Ok; });
+  const bool any_error = std::any_of(r.checks.begin(), r.checks.end(),
+                                     [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
+  if (!any_ok && any_error) return 3;
+  int code = 0;
+  for (const auto& f : r.diagnosis) {
+    if (f.severity == rules::Severity::Critical) code = 2;
+    else if (f.severity == rules::Severity::Warning) code = std::max(code, 1);
+  }
+  return code;
+}
+
+core::Result<RunResult> from_json(const nlohmann::json& j) {
+  using core::ErrorCode;
+  if (!j.is_object() || j.value("schema", "") != "infdoctor.results/1")
+    return core::make_error(ErrorCode::ConfigError, "not an infdoctor results file (schema infdoctor.results/1)");
+  RunResult r;
+  try {
+    const auto& t = j.at("target");
+    r.target.base_url = t.at("base_url").get<std::string>();
+    r.target.scheme = t.at("scheme").get<std::string>();
+    r.target.host = t.at("host").get<std::string>();
+    r.target.port = t.at("port").get<int>();
+    r.started_at = j.at("started_at").get<std::string>();
+    r.finished_at = j.at("finished_at").get<std::string>();
+    if (j.contains("run"))
+      for (const auto& [k, v] : j.at("run").at("metrics").items())
+        if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
+    for (const auto& [id, c] : j.at("checks").items()) {
+      checks::CheckResult cr;
+      cr.id = id;
+      const std::string st = c.at("status").get<std::string>();
+      cr.status = st == "ok" ? checks::CheckStatus::Ok
+                             : st == "skipped" ? checks::CheckStatus::Skipped : checks::CheckStatus::Error;
+      if (c.at("reason").is_string()) cr.reason = c.at("reason").get<std::string>();
+      if (c.at("error").is_string()) cr.error = c.at("error").get<std::string>();
+      for (const auto& [k, v] : c.at("metrics").items())
+        if (v.is_number()) cr.metrics[k] = v.get<double>();
+      cr.samples = c.value("samples", nlohmann::json::array());
+      cr.details = c.value("details", nlohmann::json::object());
+      cr.duration_ms = c.value("duration_ms", 0.0);
+      r.checks.push_back(std::move(cr));
+    }
+    // Keep the registry's order: it is the order the checks ran in.
+    std::vector<checks::CheckResult> ordered;
+    for (const auto& e : checks::registry())
+      for (auto& c : r.checks)
+        if (c.id == e.id) ordered.push_back(std::move(c));
+    r.checks = std::move(ordered);
+    for (const auto& f : j.value("diagnosis", nlohmann::json::array()))
+      if (auto parsed = rules::finding_from_json(f)) r.diagnosis.push_back(*parsed);
+  } catch (const std::exception& e) {
+    return core::make_error(ErrorCode::ConfigError, "malformed results file", e.what());
+  }
+  return r;
 }
 
 }  // namespace infdoctor::run

@@ -5,6 +5,7 @@
 
 #include "checks/check.h"
 #include "core/result.h"
+#include "rules/rules.h"
 
 namespace infdoctor::run {
 
@@ -13,7 +14,34 @@ struct RunResult {
   std::string started_at;
   std::string finished_at;
   std::vector<checks::CheckResult> checks;
+  std::map<std::string, double> run_metrics;  // run.requests_count, run.rate_limited_count, ...
+  std::vector<rules::Finding> diagnosis;
 };
+
+// The metrics as rules name them: "<check>.<metric>" and "run.<metric>".
+std::map<std::string, double> flatten_metrics(const RunResult& r);
+// Every name a rule may use: what the registry's checks declare, and the run's own.
+std::vector<std::string> known_metrics();
+
+// The rules of `dir`, or the embedded ones when `dir` is empty. Errors: every problem, one a line.
+core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std::string>& warnings);
+
+// Limits of the user's own (--slo ttft_p50_ms=2000,itl_p99_ms=80): short names or full metric names.
+struct Slo {
+  std::string metric;  // full name
+  double limit = 0;
+};
+core::Result<std::vector<Slo>> parse_slos(const std::string& text);
+// A violated limit is a warning finding; an unmeasured one is reported in `unmeasured`.
+std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::map<std::string, double>& metrics,
+                                       std::vector<std::string>& unmeasured);
+void rank(std::vector<rules::Finding>& findings);
+
+// 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing measured).
+int exit_code(const RunResult& r);
+
+// Reads a results.json (as `run --json` or a bundle writes it) back into a RunResult.
+core::Result<RunResult> from_json(const nlohmann::json& j);
 
 struct RunPlan {
   std::vector<std::string> check_ids;  // empty: every registered check

@@ -1,0 +1,68 @@
+#pragma once
+// The evidence bundle: a directory, or a .tar.gz (libarchive) when the path ends so, holding
+// summary.md, results.json, samples.jsonl, repro.sh, report.html and manifest.json (sha256 of
+// every other file). Files are written mode 0600. No secret is ever written: the API key lives
+// only in memory and in the request headers, and repro.sh reads it from the environment.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "run/runner.h"
+
+namespace infdoctor::bundle {
+
+struct Context {
+  std::string command_line;  // redacted
+  std::string api_key_env;   // the variable repro.sh reads the key from
+  std::vector<std::string> models;
+  std::string base_url;      // as given; redacted before use
+  std::vector<rules::RuleFile> rules;
+  bool partial = false;      // interrupted: the bundle holds what was measured before
+};
+
+// Appends one request sample a line as the run goes, so an interrupted run keeps what it saw.
+class SampleLog {
+ public:
+  static core::Result<std::unique_ptr<SampleLog>> open(const std::string& path);
+  ~SampleLog();
+  void append(const nlohmann::json& sample);
+
+ private:
+  explicit SampleLog(std::FILE* f) : f_(f) {}
+  std::FILE* f_;
+};
+
+// Where a bundle's files are written while the run goes: the directory itself, or a staging
+// directory that finish() packs into the .tar.gz and removes.
+class Writer {
+ public:
+  static core::Result<std::unique_ptr<Writer>> start(const std::string& path);
+  ~Writer();
+  const std::string& dir() const { return dir_; }
+  std::string samples_path() const { return dir_ + "/samples.jsonl"; }
+  // Writes the remaining files, the manifest, and packs a .tar.gz.
+  core::Status finish(const run::RunResult& result, const Context& ctx);
+
+ private:
+  Writer(std::string path, std::string dir, bool archive) : path_(std::move(path)), dir_(std::move(dir)), archive_(archive) {}
+  std::string path_;
+  std::string dir_;
+  bool archive_;
+  bool finished_ = false;
+};
+
+// results.json of a bundle (directory or .tar.gz) or a results.json file itself.
+core::Result<nlohmann::json> read_results(const std::string& path);
+
+// The files of a bundle, name -> content (for tests and for `explain` on archives).
+core::Result<std::vector<std::pair<std::string, std::string>>> read_archive(const std::string& tar_gz);
+
+std::string render_summary(const run::RunResult& r, const Context& ctx);
+std::string render_repro(const run::RunResult& r, const Context& ctx);
+std::string render_html(const run::RunResult& r);
+
+}  // namespace infdoctor::bundle

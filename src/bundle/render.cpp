@@ -1,0 +1,333 @@
+// The human files of the bundle: summary.md for the ticket, repro.sh for the provider,
+// report.html with inline SVG plots for anyone with a browser.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "bundle/bundle.h"
+#include "core/redact.h"
+#include "report/text.h"
+
+namespace infdoctor::bundle {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+const checks::CheckResult* find_check(const run::RunResult& r, const std::string& id) {
+  for (const auto& c : r.checks)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+std::optional<double> metric(const run::RunResult& r, const std::string& name) {
+  const auto m = run::flatten_metrics(r);
+  auto it = m.find(name);
+  if (it == m.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out.push_back(c);
+  }
+  return out + "'";
+}
+
+struct Row {
+  std::string at, check, model, id, status;
+  double ttft = -1, total = -1;
+};
+
+std::vector<Row> slowest(const run::RunResult& r, std::size_t n) {
+  std::vector<Row> rows;
+  for (const auto& c : r.checks) {
+    for (const auto& s : c.samples) {
+      if (!s.is_object() || !s.contains("request_id")) continue;
+      Row row;
+      row.at = s.value("started_at", "");
+      row.check = c.id;
+      row.model = s.value("model", "");
+      row.id = s.value("request_id", "");
+      row.status = s.value("ok", false) ? "ok" : s.value("error", json("failed")).is_string() ? s["error"].get<std::string>() : "failed";
+      if (s["ttft_ms"].is_number()) row.ttft = s["ttft_ms"].get<double>();
+      if (s["total_ms"].is_number()) row.total = s["total_ms"].get<double>();
+      rows.push_back(row);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return std::max(a.ttft, a.total) > std::max(b.ttft, b.total); });
+  if (rows.size() > n) rows.resize(n);
+  return rows;
+}
+
+// A small SVG chart: axes with ticks, one or more series as lines or points.
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;
+  bool line = true;
+  std::string color = "#1f6feb";
+};
+
+std::string svg_chart(const std::string& id, const std::string& x_label, const std::string& y_label,
+                      const std::vector<Series>& series) {
+  const double W = 560, H = 300, L = 64, R = 16, T = 16, B = 48;
+  double x0 = 1e300, x1 = -1e300, y0 = 0, y1 = -1e300;
+  std::size_t n = 0;
+  for (const auto& s : series)
+    for (const auto& [x, y] : s.points) {
+      x0 = std::min(x0, x);
+      x1 = std::max(x1, x);
+      y1 = std::max(y1, y);
+      y0 = std::min(y0, y);
+      ++n;
+    }
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" << id << "\" viewBox=\"0 0 " << W << " " << H
+    << "\" width=\"" << W << "\" height=\"" << H << "\" role=\"img\">";
+  if (n == 0) {
+    o << "<text x=\"" << W / 2 << "\" y=\"" << H / 2 << "\" text-anchor=\"middle\" class=\"empty\">not measured in this run</text></svg>";
+    return o.str();
+  }
+  if (x1 == x0) {
+    x0 -= 1;
+    x1 += 1;
+  }
+  if (y1 <= y0) y1 = y0 + 1;
+  y1 *= 1.1;
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
+  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#555\"/>";
+  o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#555\"/>";
+  for (int i = 0; i <= 4; ++i) {
+    const double xv = x0 + (x1 - x0) * i / 4, yv = y0 + (y1 - y0) * i / 4;
+    o << "<text x=\"" << px(xv) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\" class=\"tick\">" << fmt("%.4g", xv) << "</text>";
+    o << "<text x=\"" << L - 6 << "\" y=\"" << py(yv) + 4 << "\" text-anchor=\"end\" class=\"tick\">" << fmt("%.4g", yv) << "</text>";
+    o << "<line x1=\"" << L << "\" y1=\"" << py(yv) << "\" x2=\"" << W - R << "\" y2=\"" << py(yv) << "\" stroke=\"#eee\"/>";
+  }
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">" << html_escape(x_label) << "</text>";
+  o << "<text x=\"14\" y=\"" << (T + H - B) / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 14 " << (T + H - B) / 2 << ")\">"
+    << html_escape(y_label) << "</text>";
+  int legend = 0;
+  for (const auto& s : series) {
+    if (s.points.empty()) continue;
+    if (s.line && s.points.size() > 1) {
+      o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\" points=\"";
+      for (const auto& [x, y] : s.points) o << px(x) << "," << py(y) << " ";
+      o << "\"/>";
+    }
+    for (const auto& [x, y] : s.points)
+      o << "<circle cx=\"" << px(x) << "\" cy=\"" << py(y) << "\" r=\"3\" fill=\"" << s.color << "\"><title>" << fmt("%.4g", x)
+        << ", " << fmt("%.4g", y) << "</title></circle>";
+    o << "<text x=\"" << W - R - 4 << "\" y=\"" << T + 14 + 14 * legend++ << "\" text-anchor=\"end\" fill=\"" << s.color << "\">"
+      << html_escape(s.name) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+std::string figure(const std::string& id, const std::string& caption, const std::string& svg) {
+  return "<figure data-plot=\"" + id + "\">" + svg + "<figcaption>" + html_escape(caption) + "</figcaption></figure>\n";
+}
+
+}  // namespace
+
+std::string render_summary(const run::RunResult& r, const Context& ctx) {
+  std::ostringstream o;
+  o << "# infdoctor evidence: " << r.target.base_url << "\n\n";
+  o << "Run from " << r.started_at << " to " << r.finished_at << " (UTC) by infdoctor 0.1.0";
+  if (!ctx.models.empty()) {
+    o << "; models:";
+    for (const auto& m : ctx.models) o << " `" << m << "`";
+  }
+  o << (ctx.partial ? ". **The run was interrupted: this bundle holds what was measured until then.**" : ".") << "\n\n";
+  o << "## Symptom\n\n";
+  auto line = [&](const char* label, const std::string& name) {
+    if (auto v = metric(r, name)) o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
+  };
+  line("Time to first token, short prompt, median", "baseline.ttft_p50_ms");
+  line("Time per output token, median", "baseline.tpot_p50_ms");
+  line("End-to-end, median", "baseline.total_p50_ms");
+  line("Same for the small model, per token", "baseline.small_tpot_p50_ms");
+  line("TCP round trip, median", "path.tcp_rtt_p50_ms");
+  line("TLS handshake, median", "transport.tls_p50_ms");
+  line("DNS lookup, median", "dns.p50_ms");
+  o << "\n## Ranked causes\n\n";
+  if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
+  int i = 0;
+  for (const auto& f : r.diagnosis) {
+    o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << (f.cause.empty() ? "limit" : f.cause)
+      << "): " << fmt("%.0f", f.impact_ms) << " ms, " << fmt("%.0f", f.share * 100) << " % of the observed latency, confidence "
+      << fmt("%.2f", f.confidence) << ".  \n   " << f.explanation << "\n";
+  }
+  std::vector<std::string> questions;
+  for (const auto& f : r.diagnosis)
+    for (const auto& q : f.ask_provider)
+      if (std::find(questions.begin(), questions.end(), q) == questions.end()) questions.push_back(q);
+  if (!questions.empty()) {
+    o << "\n## Questions for the provider\n\n";
+    for (const auto& q : questions) o << "- " << q << "\n";
+  }
+  const auto rows = slowest(r, 10);
+  if (!rows.empty()) {
+    o << "\n## Slowest requests\n\n| started (UTC) | check | model | request id | TTFT ms | total ms | status |\n|---|---|---|---|---|---|---|\n";
+    for (const auto& row : rows)
+      o << "| " << row.at << " | " << row.check << " | " << row.model << " | `" << row.id << "` | "
+        << (row.ttft >= 0 ? fmt("%.1f", row.ttft) : "-") << " | " << (row.total >= 0 ? fmt("%.1f", row.total) : "-") << " | "
+        << row.status << " |\n";
+  }
+  o << "\n## How to reproduce\n\n- `sh repro.sh` sends the same kind of request with curl; it reads the API key from `$"
+    << ctx.api_key_env << "`.\n- The run itself: `" << ctx.command_line << "`\n";
+  o << "\n## Checks\n\n| check | status | took | note |\n|---|---|---|---|\n";
+  for (const auto& c : r.checks)
+    o << "| " << c.id << " | " << checks::status_name(c.status) << " | " << fmt("%.1f s", c.duration_ms / 1000) << " | "
+      << c.reason << " |\n";
+  o << "\nEvery number above is in results.json; samples.jsonl has one line per request; report.html has the plots.\n";
+  return o.str();
+}
+
+std::string render_repro(const run::RunResult& r, const Context& ctx) {
+  std::ostringstream o;
+  const std::string base = core::redact_url(ctx.base_url);
+  o << "#!/bin/sh\n# Reproduces infdoctor's requests with curl, with the phase timings curl measures.\n"
+    << "# The API key is read from $" << ctx.api_key_env << " at run time; it is not in this file.\n"
+    << "set -eu\nBASE_URL=${BASE_URL:-" << shell_quote(base) << "}\n"
+    << "TIMING='\\nnamelookup %{time_namelookup}s connect %{time_connect}s tls %{time_appconnect}s "
+    << "first byte %{time_starttransfer}s total %{time_total}s http %{http_code}\\n'\n\n"
+    << "echo '== GET /models (transport check)'\n"
+    << "curl -sS -o /dev/null -w \"$TIMING\" -H \"Authorization: Bearer ${" << ctx.api_key_env << ":-}\" \"$BASE_URL/models\"\n";
+  for (const auto& m : ctx.models) {
+    json body = {{"model", m},
+                 {"messages", json::array({{{"role", "user"}, {"content", "Count from one to twenty."}}})},
+                 {"max_tokens", 64},
+                 {"stream", true},
+                 {"stream_options", {{"include_usage", true}}}};
+    o << "\necho '== streamed chat completion, model " << m << " (watch the tokens arrive)'\n"
+      << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' -H \"Authorization: Bearer ${" << ctx.api_key_env
+      << ":-}\" \\\n  -d " << shell_quote(body.dump()) << " \"$BASE_URL/chat/completions\"\n";
+  }
+  (void)r;
+  return o.str();
+}
+
+std::string render_html(const run::RunResult& r) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>infdoctor report: "
+    << html_escape(r.target.base_url) << "</title>\n<style>"
+    << "body{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}"
+    << "h1{font-size:20px}h2{font-size:16px;margin-top:28px}table{border-collapse:collapse}"
+    << "td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}figure{display:inline-block;margin:8px;vertical-align:top}"
+    << "figcaption{font-size:12px;color:#555;max-width:560px}.tick{font-size:10px;fill:#555}.empty{fill:#999}"
+    << ".critical{color:#b00020}.warning{color:#a15c00}.info{color:#555}</style></head><body>\n";
+  o << "<h1>infdoctor report: " << html_escape(r.target.base_url) << "</h1><p>" << html_escape(r.started_at) << " to "
+    << html_escape(r.finished_at) << " (UTC)</p>\n<h2>Diagnosis</h2>\n";
+  if (r.diagnosis.empty()) o << "<p>No finding: nothing measured explains slowness.</p>\n";
+  o << "<ol id=\"diagnosis\">";
+  for (const auto& f : r.diagnosis)
+    o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> (" << rules::severity_name(f.severity)
+      << ", " << html_escape(f.cause.empty() ? "limit" : f.cause) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
+      << fmt("%.0f", f.share * 100) << " %, confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation) << "</li>";
+  o << "</ol>\n<h2>Plots</h2>\n";
+
+  // TTFT against prompt tokens, with the fit.
+  Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
+  if (const auto* c = find_check(r, "sweep")) {
+    for (const auto& s : c->samples)
+      if (s.value("label", json::object()).value("sweep", "") == "prefill" && s["ttft_ms"].is_number() && s["prompt_tokens"].is_number())
+        pts.points.emplace_back(s["prompt_tokens"].get<double>(), s["ttft_ms"].get<double>());
+    auto slope = c->metrics.find("prefill_ms_per_token"), icpt = c->metrics.find("prefill_overhead_ms");
+    if (slope != c->metrics.end() && icpt != c->metrics.end() && !pts.points.empty()) {
+      const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
+      for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, icpt->second + slope->second * x);
+    }
+  }
+  o << figure("ttft-vs-prompt", "Time to first token against prompt tokens (max_tokens=1), with the Theil-Sen fit.",
+              svg_chart("ttft-vs-prompt-svg", "prompt tokens", "TTFT ms", {pts, fit}));
+
+  // Latency and throughput against concurrency.
+  Series ttft_c{"TTFT p50 ms", {}, true, "#1f6feb"}, thr_c{"tokens/s", {}, true, "#1a7f37"};
+  if (const auto* c = find_check(r, "concurrency"); c && c->details.contains("levels"))
+    for (const auto& l : c->details["levels"]) {
+      ttft_c.points.emplace_back(l["streams"].get<double>(), l["ttft_p50_ms"].get<double>());
+      thr_c.points.emplace_back(l["streams"].get<double>(), l["throughput_tokens_per_s"].get<double>());
+    }
+  o << figure("latency-vs-concurrency", "Median time to first token against parallel streams.",
+              svg_chart("latency-vs-concurrency-svg", "parallel streams", "TTFT ms", {ttft_c}));
+  o << figure("throughput-vs-concurrency", "Output tokens per second against parallel streams.",
+              svg_chart("throughput-vs-concurrency-svg", "parallel streams", "tokens/s", {thr_c}));
+
+  // TTFT against idle gap.
+  Series gap{"TTFT after the gap", {}, true, "#8250df"}, base{"back-to-back baseline", {}, true, "#999999"};
+  if (const auto* c = find_check(r, "coldstart"); c && c->details.contains("gaps")) {
+    for (const auto& g : c->details["gaps"]) gap.points.emplace_back(g["gap_s"].get<double>(), g["ttft_ms"].get<double>());
+    if (auto b = c->metrics.find("baseline_ttft_p50_ms"); b != c->metrics.end() && !gap.points.empty()) {
+      base.points.emplace_back(gap.points.front().first, b->second);
+      base.points.emplace_back(gap.points.back().first, b->second);
+    }
+  }
+  o << figure("ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.",
+              svg_chart("ttft-vs-idle-gap-svg", "idle seconds", "TTFT ms", {gap, base}));
+
+  // Hop RTTs.
+  Series hops{"median RTT", {}, true, "#bf3989"};
+  if (const auto* c = find_check(r, "path"); c && c->details.contains("addresses") && !c->details["addresses"].empty()) {
+    const auto& a = c->details["addresses"][0];
+    if (a.contains("hops"))
+      for (const auto& h : a["hops"]["table"])
+        if (h["p50_ms"].is_number()) hops.points.emplace_back(h["ttl"].get<double>(), h["p50_ms"].get<double>());
+  }
+  o << figure("hop-rtts", "Round trip to each hop of the path (first address).", svg_chart("hop-rtts-svg", "hop", "RTT ms", {hops}));
+
+  // Per-phase breakdown of a typical request.
+  Series phases{"phase ms", {}, false, "#0969da"};
+  std::vector<std::pair<std::string, std::optional<double>>> parts = {
+      {"DNS", metric(r, "dns.p50_ms")},
+      {"connect", metric(r, "transport.connect_p50_ms")},
+      {"TLS", metric(r, "transport.tls_p50_ms")},
+      {"first token", metric(r, "baseline.ttft_p50_ms")},
+      {"generation", [&]() -> std::optional<double> {
+         auto t = metric(r, "baseline.total_p50_ms"), f = metric(r, "baseline.ttft_p50_ms");
+         if (t && f) return *t - *f;
+         return std::nullopt;
+       }()}};
+  std::string labels;
+  int idx = 0;
+  for (const auto& [name, v] : parts) {
+    ++idx;
+    if (!v) continue;
+    phases.points.emplace_back(idx, *v);
+    labels += (labels.empty() ? "" : ", ") + std::to_string(idx) + " " + name + " " + fmt("%.1f ms", *v);
+  }
+  o << figure("phase-breakdown", "Median time per phase: " + (labels.empty() ? std::string("not measured") : labels) + ".",
+              svg_chart("phase-breakdown-svg", "phase", "ms", {phases}));
+
+  o << "<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>took</th><th>note</th></tr>";
+  for (const auto& c : r.checks)
+    o << "<tr><td>" << c.id << "</td><td>" << checks::status_name(c.status) << "</td><td>" << fmt("%.1f s", c.duration_ms / 1000)
+      << "</td><td>" << html_escape(c.reason) << "</td></tr>";
+  o << "</table>\n<h2>Report</h2><pre>" << html_escape(report::render_text(r)) << "</pre>\n</body></html>\n";
+  return o.str();
+}
+
+}  // namespace infdoctor::bundle

@@ -1,0 +1,94 @@
+// infdoctor explain: re-applies (possibly newer) rules to saved results and prints the diagnosis,
+// without sending a request. infdoctor rules check: validates rule files.
+#include <iostream>
+#include <memory>
+
+#include "bundle/bundle.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "report/text.h"
+#include "run/runner.h"
+
+namespace infdoctor::cli {
+namespace {
+
+struct ExplainOptions {
+  std::string path;
+  std::string rules_dir;
+  bool json = false;
+};
+
+int run_explain(const ExplainOptions& o) {
+  auto j = bundle::read_results(o.path);
+  if (!j.ok()) {
+    std::cerr << "infdoctor: error: " << j.error().message << (j.error().detail.empty() ? "" : ": " + j.error().detail) << '\n';
+    return kExitCouldNotRun;
+  }
+  auto result = run::from_json(j.value());
+  if (!result.ok()) {
+    std::cerr << "infdoctor: error: " << o.path << ": " << result.error().message
+              << (result.error().detail.empty() ? "" : ": " + result.error().detail) << '\n';
+    return kExitCouldNotRun;
+  }
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules(o.rules_dir, warnings);
+  for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
+  if (!rules.ok()) {
+    std::cerr << "infdoctor: error: " << rules.error().message << '\n' << rules.error().detail << '\n';
+    return kExitCouldNotRun;
+  }
+  // Limits (--slo) were the run's own: they are kept as they were; the rules are applied afresh.
+  std::vector<rules::Finding> kept;
+  for (const auto& f : result->diagnosis)
+    if (f.rule.rfind("slo.", 0) == 0) kept.push_back(f);
+  result->diagnosis = rules::diagnose(rules.value(), run::flatten_metrics(result.value()));
+  result->diagnosis.insert(result->diagnosis.end(), kept.begin(), kept.end());
+  run::rank(result->diagnosis);
+  if (o.json) {
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& f : result->diagnosis) d.push_back(rules::to_json(f));
+    std::cout << nlohmann::json{{"diagnosis", d}}.dump(2) << '\n';
+  } else {
+    std::cout << "infdoctor explain  " << result->target.base_url << "  measured " << result->started_at << "\n\n"
+              << report::render_diagnosis(result->diagnosis);
+  }
+  return run::exit_code(result.value());
+}
+
+int run_rules_check(const std::string& dir) {
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules(dir, warnings);
+  for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
+  if (!rules.ok()) {
+    std::cerr << "infdoctor: error: " << rules.error().message << '\n';
+    std::cerr << rules.error().detail << '\n';
+    return kExitCouldNotRun;
+  }
+  std::cout << dir << ": " << rules->rules.size() << " rules in " << rules->files.size() << " files, all valid\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_explain_command(CLI::App& app, std::function<int()>& chosen) {
+  auto opts = std::make_shared<ExplainOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain",
+      "Re-apply the rules to saved results (a bundle directory, a .tar.gz bundle or a results.json) and print the\n"
+      "diagnosis again, without sending a request. With --rules DIR, newer or your own rules.");
+  cmd->add_option("path", opts->path, "bundle directory, bundle .tar.gz or results.json")->required();
+  cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
+  cmd->add_flag("--json", opts->json, "print the diagnosis as JSON");
+  cmd->callback([opts, &chosen] { chosen = [opts] { return run_explain(*opts); }; });
+
+  auto dir = std::make_shared<std::string>();
+  CLI::App* rules = app.add_subcommand("rules", "Work with rule files.");
+  rules->require_subcommand(1);
+  CLI::App* check = rules->add_subcommand(
+      "check", "Validate every rule file of DIR: each error with file, line, rule id, field and, for an expression, "
+               "the position. Exit code 3 on any error.");
+  check->add_option("dir", *dir, "directory of rule files")->required();
+  check->callback([dir, &chosen] { chosen = [dir] { return run_rules_check(*dir); }; });
+}
+
+}  // namespace infdoctor::cli

@@ -1,0 +1,368 @@
+#include "rules/rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace infdoctor::rules {
+namespace {
+
+using nlohmann::json;
+
+int line_at(const std::string& text, std::size_t pos) {
+  pos = std::min(pos, text.size());
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+}
+
+// Where a rule and its keys sit in the file, for messages a person can jump to.
+struct Locator {
+  const std::string& text;
+  std::size_t rule_pos = 0;
+  int rule_line(const std::string& id) {
+    const auto p = text.find("\"" + id + "\"");
+    rule_pos = p == std::string::npos ? 0 : p;
+    return line_at(text, rule_pos);
+  }
+  int key_line(const std::string& key) const {
+    // Search back to the rule's opening brace, then forward for the key.
+    const auto start = text.rfind('{', rule_pos);
+    const auto p = text.find("\"" + key + "\"", start == std::string::npos ? 0 : start);
+    return line_at(text, p == std::string::npos ? rule_pos : p);
+  }
+};
+
+const std::set<std::string> kRuleKeys = {"id",    "cause",   "severity",     "title",   "when",
+                                         "impact_ms", "confidence", "explain", "ask_provider", "actions",
+                                         "evidence", "notes", "critical_when"};
+
+std::vector<std::string> placeholders(const std::string& t) {
+  std::vector<std::string> out;
+  for (std::size_t i = t.find('{'); i != std::string::npos; i = t.find('{', i + 1)) {
+    const auto j = t.find('}', i);
+    if (j == std::string::npos) break;
+    out.push_back(t.substr(i + 1, j - i - 1));
+  }
+  return out;
+}
+
+void load_one(const RuleFile& file, const std::set<std::string>& known, std::set<std::string>& ids, RuleSet& out,
+              LoadReport& report) {
+  const std::string& text = file.content;
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    report.errors.push_back(file.path + ":" + std::to_string(line_at(text, e.byte > 0 ? e.byte - 1 : 0)) +
+                            ": not valid JSON: " + e.what());
+    return;
+  }
+  if (!doc.is_object() || !doc.contains("family") || !doc["family"].is_string() || !doc.contains("rules") ||
+      !doc["rules"].is_array()) {
+    report.errors.push_back(file.path + ":1: a rule file is {\"family\": \"...\", \"rules\": [...]}");
+    return;
+  }
+  const std::string family = doc["family"];
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (it.key() != "family" && it.key() != "rules" && it.key() != "notes")
+      report.warnings.push_back(file.path + ": unknown key '" + it.key() + "' (ignored)");
+  Locator loc{text};
+  for (std::size_t i = 0; i < doc["rules"].size(); ++i) {
+    const json& r = doc["rules"][i];
+    std::string id = r.is_object() && r.contains("id") && r["id"].is_string() ? r["id"].get<std::string>()
+                                                                              : "#" + std::to_string(i + 1);
+    const int line = loc.rule_line(id);
+    bool bad = false;
+    auto err = [&](const std::string& key, const std::string& what) {
+      report.errors.push_back(file.path + ":" + std::to_string(key.empty() ? line : loc.key_line(key)) + ": rule " + id +
+                              (key.empty() ? "" : ": " + key) + ": " + what);
+      bad = true;
+    };
+    if (!r.is_object()) {
+      err("", "must be an object");
+      continue;
+    }
+    for (auto k = r.begin(); k != r.end(); ++k)
+      if (!kRuleKeys.count(k.key()))
+        report.warnings.push_back(file.path + ":" + std::to_string(loc.key_line(k.key())) + ": rule " + id +
+                                  ": unknown key '" + k.key() + "' (ignored)");
+    auto str = [&](const char* key, bool required) -> std::string {
+      if (!r.contains(key)) {
+        if (required) err(key, "missing");
+        return {};
+      }
+      if (!r[key].is_string()) {
+        err(key, "must be a string");
+        return {};
+      }
+      return r[key].get<std::string>();
+    };
+    auto list = [&](const char* key) {
+      std::vector<std::string> v;
+      if (!r.contains(key)) return v;
+      if (!r[key].is_array()) {
+        err(key, "must be an array of strings");
+        return v;
+      }
+      for (const auto& e : r[key]) {
+        if (!e.is_string()) {
+          err(key, "must be an array of strings");
+          return v;
+        }
+        v.push_back(e.get<std::string>());
+      }
+      return v;
+    };
+    auto expr = [&](const char* key, const std::string& src) -> std::optional<Expression> {
+      if (src.empty()) return std::nullopt;
+      auto e = Expression::compile(src);
+      if (!e.ok()) {
+        err(key, "'" + src + "': " + e.error().message);
+        return std::nullopt;
+      }
+      for (const auto& v : e->variables())
+        if (!known.count(v)) err(key, "unknown metric '" + v + "' (no check emits it)");
+      return std::move(e.value());
+    };
+
+    if (!r.contains("id") || !r["id"].is_string()) err("id", "missing");
+    else if (id.rfind(family + ".", 0) != 0) err("id", "must start with the family, '" + family + ".'");
+    else if (!ids.insert(id).second) err("id", "duplicate rule id");
+    const std::string cause = str("cause", true);
+    if (!cause.empty() && std::find(causes().begin(), causes().end(), cause) == causes().end())
+      err("cause", "'" + cause + "' is not in the cause taxonomy");
+    const std::string sev = str("severity", true);
+    Severity severity = Severity::Warning;
+    if (sev == "info") severity = Severity::Info;
+    else if (sev == "warning") severity = Severity::Warning;
+    else if (sev == "critical") severity = Severity::Critical;
+    else if (!sev.empty()) err("severity", "must be info, warning or critical");
+    const std::string title = str("title", true);
+    const std::string explain = str("explain", true);
+    auto when = expr("when", str("when", true));
+    auto impact = expr("impact_ms", str("impact_ms", true));
+    std::optional<Expression> critical;
+    if (r.contains("critical_when")) critical = expr("critical_when", str("critical_when", false));
+    std::optional<double> conf_value;
+    std::optional<Expression> conf_expr;
+    if (!r.contains("confidence")) {
+      err("confidence", "missing");
+    } else if (r["confidence"].is_number()) {
+      conf_value = r["confidence"].get<double>();
+      if (!(*conf_value >= 0 && *conf_value <= 1)) err("confidence", "must lie in [0, 1]");
+    } else if (r["confidence"].is_string()) {
+      conf_expr = expr("confidence", r["confidence"].get<std::string>());
+    } else {
+      err("confidence", "must be a number or an expression");
+    }
+    for (const auto& p : placeholders(explain))
+      if (!known.count(p)) err("explain", "placeholder {" + p + "} is not a known metric");
+    const auto evidence = list("evidence");
+    for (const auto& m : evidence)
+      if (!known.count(m)) err("evidence", "unknown metric '" + m + "'");
+    const auto ask = list("ask_provider");
+    const auto actions = list("actions");
+    auto check_placeholders = [&](const char* key, const std::vector<std::string>& texts) {
+      for (const auto& text : texts)
+        for (const auto& p : placeholders(text))
+          if (!known.count(p)) err(key, "placeholder {" + p + "} is not a known metric");
+    };
+    check_placeholders("ask_provider", ask);
+    check_placeholders("actions", actions);
+    if (bad || !when || !impact) continue;
+    Rule rule{id, family, cause, severity, title, std::move(*when), std::move(*impact), std::move(critical),
+              conf_value, std::move(conf_expr), explain, ask, actions, evidence, file.path, line};
+    out.rules.push_back(std::move(rule));
+  }
+}
+
+std::string unit_of(const std::string& name) {
+  const auto u = name.rfind('_');
+  return u == std::string::npos ? "" : name.substr(u + 1);
+}
+
+}  // namespace
+
+const std::vector<std::string>& causes() {
+  static const std::vector<std::string> kCauses = {
+      "network_rtt",    "dns_slow", "tls_slow",      "cold_start",   "prefill_bound",   "decode_bound", "model_specific",
+      "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "buffering"};
+  return kCauses;
+}
+
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::Info: return "info";
+    case Severity::Warning: return "warning";
+    case Severity::Critical: return "critical";
+  }
+  return "info";
+}
+
+RuleSet load_texts(const std::vector<RuleFile>& files, const std::vector<std::string>& known_metrics,
+                   LoadReport& report) {
+  RuleSet out;
+  const std::set<std::string> known(known_metrics.begin(), known_metrics.end());
+  std::set<std::string> ids;
+  for (const auto& f : files) {
+    load_one(f, known, ids, out, report);
+    out.files.push_back(f);
+  }
+  return out;
+}
+
+RuleSet load_dir(const std::string& dir, const std::vector<std::string>& known_metrics, LoadReport& report) {
+  std::vector<RuleFile> files;
+  std::error_code ec;
+  std::vector<std::filesystem::path> paths;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") paths.push_back(e.path());
+  if (ec) {
+    report.errors.push_back(dir + ": cannot read the rules directory: " + ec.message());
+    return {};
+  }
+  if (paths.empty()) report.errors.push_back(dir + ": no rule files (*.json)");
+  std::sort(paths.begin(), paths.end());
+  for (const auto& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) {
+      report.errors.push_back(p.string() + ": cannot read");
+      continue;
+    }
+    files.push_back(RuleFile{p.string(), ss.str()});
+  }
+  return load_texts(files, known_metrics, report);
+}
+
+std::string format_metric(const std::string& name, double v) {
+  char buf[64];
+  const std::string unit = unit_of(name);
+  if (unit == "ms" || unit == "token") {
+    std::snprintf(buf, sizeof buf, std::abs(v) >= 100 ? "%.0f ms" : "%.1f ms", v);
+    std::string s = buf;
+    if (unit == "token") s += " per token";
+    return s;
+  }
+  if (unit == "s") std::snprintf(buf, sizeof buf, "%.1f s", v);
+  else if (unit == "count") std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (unit == "bytes") std::snprintf(buf, sizeof buf, "%.0f bytes", v);
+  else if (unit == "ratio") std::snprintf(buf, sizeof buf, "%.2f", v);
+  else if (unit == "pct") std::snprintf(buf, sizeof buf, "%.1f %%", v);
+  else std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string render_template(const std::string& text, const std::map<std::string, double>& metrics) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto open = text.find('{', i);
+    const auto close = open == std::string::npos ? std::string::npos : text.find('}', open);
+    if (close == std::string::npos) {
+      out.append(text, i, std::string::npos);
+      break;
+    }
+    out.append(text, i, open - i);
+    const std::string name = text.substr(open + 1, close - open - 1);
+    auto it = metrics.find(name);
+    out += it == metrics.end() ? "n/a" : format_metric(name, it->second);
+    i = close + 1;
+  }
+  return out;
+}
+
+std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, double>& metrics) {
+  std::vector<Finding> out;
+  for (const auto& r : rules.rules) {
+    const auto when = r.when.eval(metrics);
+    if (!when || *when == 0) continue;  // not measured, or not the case
+    const auto impact = r.impact_ms.eval(metrics);
+    if (!impact) continue;
+    Finding f;
+    f.rule = r.id;
+    f.cause = r.cause;
+    f.severity = r.severity;
+    if (r.critical_when) {
+      const auto c = r.critical_when->eval(metrics);
+      if (c && *c != 0) f.severity = Severity::Critical;
+    }
+    f.impact_ms = std::max(0.0, *impact);
+    double conf = r.confidence_value.value_or(0.5);
+    if (r.confidence_expr) conf = r.confidence_expr->eval(metrics).value_or(0.5);
+    f.confidence = std::clamp(conf, 0.0, 1.0);
+    f.title = r.title;
+    f.explanation = render_template(r.explain, metrics);
+    for (const auto& m : r.evidence)
+      if (auto it = metrics.find(m); it != metrics.end()) f.evidence[m] = it->second;
+    for (const auto& v : r.when.variables())
+      if (auto it = metrics.find(v); it != metrics.end()) f.evidence[v] = it->second;
+    for (const auto& q : r.ask_provider) f.ask_provider.push_back(render_template(q, metrics));
+    for (const auto& a : r.actions) f.actions.push_back(render_template(a, metrics));
+    out.push_back(std::move(f));
+  }
+  // One finding per cause: the rule that attributes the most milliseconds speaks for it.
+  std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    if (a.cause != b.cause) return a.cause < b.cause;
+    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.rule < b.rule;
+  });
+  out.erase(std::unique(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cause == b.cause; }),
+            out.end());
+  // Share of the observed latency: a typical request's end-to-end time when the baseline
+  // measured one, otherwise the sum of what the findings attribute.
+  double observed = 0;
+  if (auto it = metrics.find("baseline.total_p50_ms"); it != metrics.end()) observed = it->second;
+  double sum = 0;
+  for (const auto& f : out) sum += f.impact_ms;
+  observed = std::max(observed, sum);
+  for (auto& f : out) f.share = observed > 0 ? std::min(1.0, f.impact_ms / observed) : 0.0;
+  std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
+    return a.rule < b.rule;
+  });
+  return out;
+}
+
+nlohmann::json to_json(const Finding& f) {
+  return {{"rule", f.rule},
+          {"cause", f.cause.empty() ? json(nullptr) : json(f.cause)},
+          {"severity", severity_name(f.severity)},
+          {"impact_ms", f.impact_ms},
+          {"share", f.share},
+          {"confidence", f.confidence},
+          {"title", f.title},
+          {"explanation", f.explanation},
+          {"evidence", f.evidence},
+          {"ask_provider", f.ask_provider},
+          {"actions", f.actions}};
+}
+
+std::optional<Finding> finding_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  try {
+    Finding f;
+    f.rule = j.at("rule").get<std::string>();
+    f.cause = j.at("cause").is_string() ? j.at("cause").get<std::string>() : "";
+    const std::string sev = j.at("severity").get<std::string>();
+    f.severity = sev == "critical" ? Severity::Critical : sev == "warning" ? Severity::Warning : Severity::Info;
+    f.impact_ms = j.at("impact_ms").get<double>();
+    f.share = j.at("share").get<double>();
+    f.confidence = j.at("confidence").get<double>();
+    f.title = j.at("title").get<std::string>();
+    f.explanation = j.at("explanation").get<std::string>();
+    f.evidence = j.at("evidence").get<std::map<std::string, double>>();
+    f.ask_provider = j.at("ask_provider").get<std::vector<std::string>>();
+    f.actions = j.at("actions").get<std::vector<std::string>>();
+    return f;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace infdoctor::rules

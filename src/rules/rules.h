@@ -1,0 +1,90 @@
+#pragma once
+// Rules are data (rules/*.json, one file per cause family). A rule names one cause of the
+// taxonomy, a `when` and an `impact_ms` expression over metrics, a confidence (a number or an
+// expression), a title, an explanation with {metric} placeholders, questions for the provider
+// and actions. A rule whose metrics were not measured is not applicable: quiet, not an error.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "rules/expression.h"
+
+namespace infdoctor::rules {
+
+// The cause taxonomy (DESIGN.md, "Diagnosis").
+const std::vector<std::string>& causes();
+
+enum class Severity { Info, Warning, Critical };
+std::string_view severity_name(Severity s);
+
+struct Rule {
+  std::string id;
+  std::string family;
+  std::string cause;
+  Severity severity = Severity::Warning;
+  std::string title;
+  Expression when;
+  Expression impact_ms;
+  std::optional<Expression> critical_when;  // upgrades the finding to critical
+  std::optional<double> confidence_value;
+  std::optional<Expression> confidence_expr;
+  std::string explain;
+  std::vector<std::string> ask_provider;
+  std::vector<std::string> actions;
+  std::vector<std::string> evidence;
+  std::string file;
+  int line = 0;
+};
+
+struct RuleFile {
+  std::string path;
+  std::string content;  // as read: the bundle keeps the rules a diagnosis came from
+};
+
+struct RuleSet {
+  std::vector<Rule> rules;
+  std::vector<RuleFile> files;
+};
+
+struct LoadReport {
+  std::vector<std::string> errors;    // "file:line: rule ID: field: what is wrong"
+  std::vector<std::string> warnings;  // unknown keys and the like
+};
+
+// Loads every *.json of `dir` (sorted by name). Every file is checked and every problem listed;
+// `known_metrics` are the names expressions, placeholders and evidence may use.
+RuleSet load_dir(const std::string& dir, const std::vector<std::string>& known_metrics, LoadReport& report);
+// The same for texts already in memory (the rules the build embeds, or a bundle's copy).
+RuleSet load_texts(const std::vector<RuleFile>& files, const std::vector<std::string>& known_metrics,
+                   LoadReport& report);
+
+struct Finding {
+  std::string rule;
+  std::string cause;
+  Severity severity = Severity::Info;
+  double impact_ms = 0;
+  double share = 0;        // of the observed latency, 0..1
+  double confidence = 0;   // 0..1
+  std::string title;
+  std::string explanation;
+  std::map<std::string, double> evidence;
+  std::vector<std::string> ask_provider;
+  std::vector<std::string> actions;
+};
+
+// Applies every rule to the metrics ("check.metric" -> value) and ranks what fires: by
+// attributed milliseconds, then confidence, then rule id, so equal input gives equal output.
+std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, double>& metrics);
+
+// "{baseline.tpot_p50_ms}" -> "62.1 ms": placeholders formatted with the unit their name ends in.
+std::string render_template(const std::string& text, const std::map<std::string, double>& metrics);
+std::string format_metric(const std::string& name, double value);
+
+nlohmann::json to_json(const Finding& f);
+std::optional<Finding> finding_from_json(const nlohmann::json& j);
+
+}  // namespace infdoctor::rules
