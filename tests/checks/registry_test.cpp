@@ -10,7 +10,7 @@
 
 namespace infdoctor {
 
-TEST_CASE("registry: ids are unique, documented and tested; metrics carry their check id and a unit") {
+TEST_CASE("registry: ids are unique, documented and tested, and metrics carry their check id and a unit") {
   const std::string root = INFDOCTOR_SOURCE_DIR;
   std::ifstream readme(root + "/checks/README.md");
   REQUIRE(readme.good());

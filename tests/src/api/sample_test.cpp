@@ -64,7 +64,7 @@ TEST_CASE("a streamed sample: phases, TTFT, TPOT, inter-token gaps") {
   CHECK(j["error"].is_null());
 }
 
-TEST_CASE("reused connections report no connect phases; HTTP errors carry the provider's words") {
+TEST_CASE("reused connections report no connect phases, and HTTP errors carry the provider's words") {
   const auto t0 = core::SteadyClock::now();
   http::Response r = ok_response(t0);
   r.connection_reused = true;

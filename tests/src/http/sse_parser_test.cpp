@@ -101,7 +101,7 @@ TEST_CASE("empty data dispatches, an event without data does not") {
   CHECK(out[0].data.empty());
 }
 
-TEST_CASE("a leading byte order mark is ignored, even split; elsewhere it is data") {
+TEST_CASE("a leading byte order mark is ignored, even split, and elsewhere it is data") {
   SseParser p;
   std::vector<SseEvent> out;
   p.feed("\xEF", out);
