@@ -1,0 +1,247 @@
+#include "rules/rules.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "rules/embedded.h"
+#include "run/runner.h"
+
+namespace infdoctor::rules {
+namespace {
+
+const std::vector<std::string> kKnown = {"dns.p50_ms", "dns.max_ms", "dns.samples_count", "path.tcp_rtt_p50_ms",
+                                         "baseline.ttft_p50_ms", "baseline.total_p50_ms"};
+
+RuleSet load(const std::string& text, LoadReport& report, const std::string& name = "rules/test.json") {
+  return load_texts({RuleFile{name, text}}, kKnown, report);
+}
+
+std::string rule_file(const std::string& rule_fields) {
+  return R"({"family": "dns", "rules": [)" "\n" + rule_fields + "\n]}";
+}
+
+const char* kGood = R"({"id": "dns.slow", "cause": "dns_slow", "severity": "warning", "title": "slow DNS",
+  "when": "dns.p50_ms > 100 && dns.samples_count >= 3", "impact_ms": "dns.p50_ms - 20",
+  "confidence": "dns.samples_count >= 5 ? 0.9 : 0.6", "explain": "median {dns.p50_ms}, worst {dns.max_ms}",
+  "ask_provider": [], "actions": ["try another resolver"], "evidence": ["dns.max_ms"]})";
+
+}  // namespace
+
+TEST_CASE("expressions: dotted names, ternaries, and the position of an error") {
+  auto e = Expression::compile("dns.p50_ms > 100 && dns.samples_count >= 3 ? 1 : 0");
+  REQUIRE(e.ok());
+  CHECK(e->variables() == std::vector<std::string>{"dns.p50_ms", "dns.samples_count"});
+  CHECK(*e->eval({{"dns.p50_ms", 150}, {"dns.samples_count", 5}}) == 1);
+  CHECK(*e->eval({{"dns.p50_ms", 50}, {"dns.samples_count", 5}}) == 0);
+  CHECK_FALSE(e->eval({{"dns.p50_ms", 150}}).has_value());  // a metric not measured: no answer
+  auto bad = Expression::compile("dns.p50_ms > * 3");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("at position 13") != std::string::npos);
+  auto div = Expression::compile("1 / dns.p50_ms");
+  REQUIRE(div.ok());
+  CHECK_FALSE(div->eval({{"dns.p50_ms", 0}}).has_value());  // not finite
+}
+
+TEST_CASE("an applicable rule fires with its numbers; a rule over unmeasured metrics is quiet") {
+  LoadReport report;
+  const RuleSet set = load(rule_file(kGood), report);
+  REQUIRE(report.errors.empty());
+  REQUIRE(set.rules.size() == 1);
+  auto found = diagnose(set, {{"dns.p50_ms", 420}, {"dns.samples_count", 5}, {"dns.max_ms", 900}});
+  REQUIRE(found.size() == 1);
+  const Finding& f = found[0];
+  CHECK(f.rule == "dns.slow");
+  CHECK(f.cause == "dns_slow");
+  CHECK(f.severity == Severity::Warning);
+  CHECK(f.impact_ms == 400);
+  CHECK(f.confidence == doctest::Approx(0.9));
+  CHECK(f.explanation == "median 420 ms, worst 900 ms");
+  CHECK(f.evidence.at("dns.max_ms") == 900);
+  CHECK(f.evidence.at("dns.p50_ms") == 420);  // what `when` read is evidence too
+  CHECK(f.share == doctest::Approx(1.0));     // nothing else measured: all of it
+  CHECK(diagnose(set, {{"dns.p50_ms", 420}}).empty());  // samples_count not measured
+  CHECK(diagnose(set, {{"dns.p50_ms", 20}, {"dns.samples_count", 5}}).empty());
+}
+
+TEST_CASE("malformed rules: every problem named with file, line, rule id, field and position") {
+  struct Case {
+    const char* name;
+    std::string text;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"not JSON", "{\"family\": \"dns\",\n \"rules\": [,]}", "rules/test.json:2: not valid JSON"},
+      {"bad expression", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
+  "when": "dns.p50_ms >",
+  "impact_ms": "1", "confidence": 1, "explain": "e"})"),
+       "rules/test.json:3: rule dns.x: when: 'dns.p50_ms >': Unexpected end of expression at position"},
+      {"unknown metric", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
+  "when": "dns.p50 > 3", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
+       "rules/test.json:3: rule dns.x: when: unknown metric 'dns.p50'"},
+      {"unknown cause", rule_file(R"({"id": "dns.x", "cause": "gremlins", "severity": "info", "title": "t",
+  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
+       "rule dns.x: cause: 'gremlins' is not in the cause taxonomy"},
+      {"bad severity", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "meh", "title": "t",
+  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
+       "rule dns.x: severity: must be info, warning or critical"},
+      {"unknown placeholder", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
+  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "was {dns.nope}"})"),
+       "rule dns.x: explain: placeholder {dns.nope} is not a known metric"},
+      {"missing field", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
+  "when": "1", "confidence": 1, "explain": "e"})"),
+       "rule dns.x: impact_ms: missing"},
+      {"id outside the family", rule_file(R"({"id": "tls.x", "cause": "dns_slow", "severity": "info", "title": "t",
+  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
+       "rule tls.x: id: must start with the family, 'dns.'"},
+      {"confidence out of range", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
+  "when": "1", "impact_ms": "1", "confidence": 3, "explain": "e"})"),
+       "rule dns.x: confidence: must lie in [0, 1]"},
+  };
+  for (const auto& c : cases) {
+    SUBCASE(c.name) {
+      LoadReport report;
+      const RuleSet set = load(c.text, report);
+      REQUIRE_FALSE(report.errors.empty());
+      CHECK_MESSAGE(report.errors.front().find(c.expect) != std::string::npos, report.errors.front());
+      CHECK(set.rules.empty());
+    }
+  }
+  SUBCASE("duplicates across files, and every error of every file listed") {
+    LoadReport report;
+    load_texts({RuleFile{"a.json", rule_file(kGood)}, RuleFile{"b.json", rule_file(kGood)},
+                RuleFile{"c.json", "not json"}},
+               kKnown, report);
+    REQUIRE(report.errors.size() == 2);
+    CHECK(report.errors[0].find("b.json:2: rule dns.slow: id: duplicate rule id") != std::string::npos);
+    CHECK(report.errors[1].find("c.json:1: not valid JSON") != std::string::npos);
+  }
+  SUBCASE("an unknown key warns and the rule still loads") {
+    LoadReport report;
+    std::string text = kGood;
+    text.insert(1, "\"colour\": \"red\", ");
+    const RuleSet set = load(rule_file(text), report);
+    CHECK(report.errors.empty());
+    REQUIRE(report.warnings.size() == 1);
+    CHECK(report.warnings[0].find("unknown key 'colour'") != std::string::npos);
+    CHECK(set.rules.size() == 1);
+  }
+}
+
+TEST_CASE("ranking: milliseconds, then confidence, then id; one finding per cause; share of the latency") {
+  const std::string text = R"({"family": "dns", "rules": [
+    {"id": "dns.a", "cause": "dns_slow", "severity": "warning", "title": "a", "when": "1", "impact_ms": "100",
+     "confidence": 0.5, "explain": "a"},
+    {"id": "dns.b", "cause": "dns_slow", "severity": "warning", "title": "b", "when": "1", "impact_ms": "300",
+     "confidence": 0.5, "explain": "b"},
+    {"id": "dns.c", "cause": "network_rtt", "severity": "info", "title": "c", "when": "1", "impact_ms": "200",
+     "confidence": 0.9, "explain": "c"},
+    {"id": "dns.d", "cause": "tls_slow", "severity": "critical", "title": "d", "when": "1", "impact_ms": "200",
+     "confidence": 0.4, "explain": "d"}]})";
+  LoadReport report;
+  const RuleSet set = load(text, report);
+  REQUIRE(report.errors.empty());
+  const auto found = diagnose(set, {{"baseline.total_p50_ms", 1000}});
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].rule == "dns.b");  // 300 ms; dns.a (same cause, fewer ms) is folded into it
+  CHECK(found[1].rule == "dns.c");  // 200 ms, confidence 0.9
+  CHECK(found[2].rule == "dns.d");  // 200 ms, confidence 0.4: severity does not rank
+  CHECK(found[0].share == doctest::Approx(0.3));
+  CHECK(found[2].severity == Severity::Critical);
+}
+
+TEST_CASE("templates format by unit") {
+  CHECK(render_template("{a_ms} {b_ratio} {c_count} {d_s} {e_bytes} {f_ms_per_token} {missing_ms}",
+                        {{"a_ms", 1234.5}, {"b_ratio", 0.456}, {"c_count", 7}, {"d_s", 3},
+                         {"e_bytes", 2048}, {"f_ms_per_token", 0.5}}) ==
+        "1234 ms 0.46 7 3.0 s 2048 bytes 0.5 ms per token n/a");
+}
+
+TEST_CASE("the rules the build embeds are rules/ as it is, and load without an error") {
+  std::vector<std::string> warnings;
+  auto embedded = run::load_rules("", warnings);
+  REQUIRE_MESSAGE(embedded.ok(), (embedded.ok() ? "" : embedded.error().detail));
+  CHECK(warnings.empty());
+  auto on_disk = run::load_rules(std::string(INFDOCTOR_SOURCE_DIR) + "/rules", warnings);
+  REQUIRE(on_disk.ok());
+  REQUIRE(embedded->rules.size() == on_disk->rules.size());
+  for (std::size_t i = 0; i < embedded->files.size(); ++i)
+    CHECK(embedded->files[i].content == on_disk->files[i].content);
+  // Every cause of the taxonomy has at least one rule.
+  for (const auto& cause : causes()) {
+    CAPTURE(cause);
+    CHECK(std::any_of(on_disk->rules.begin(), on_disk->rules.end(), [&](const Rule& r) { return r.cause == cause; }));
+  }
+}
+
+TEST_CASE("every rule has its fixture under tests/rules, every fixture its rule, and each case holds") {
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules("", warnings);
+  REQUIRE(rules.ok());
+  const std::string dir = std::string(INFDOCTOR_SOURCE_DIR) + "/tests/rules";
+  std::set<std::string> fixtures;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".json") fixtures.insert(e.path().stem().string());
+  for (const auto& r : rules->rules) CHECK_MESSAGE(fixtures.count(r.id), "no fixture tests/rules/" << r.id << ".json");
+  for (const auto& name : fixtures) {
+    CAPTURE(name);
+    std::ifstream in(dir + "/" + name + ".json");
+    const auto doc = nlohmann::json::parse(in);
+    REQUIRE(doc["rule"] == name);
+    // The rule alone, so another rule of its cause cannot speak for it.
+    LoadReport report;
+    RuleSet one = load_texts(rules->files, run::known_metrics(), report);
+    one.rules.erase(std::remove_if(one.rules.begin(), one.rules.end(), [&](const Rule& r) { return r.id != name; }),
+                    one.rules.end());
+    REQUIRE_MESSAGE(one.rules.size() == 1, "fixture for a rule that does not exist: " << name);
+    bool fires_seen = false, quiet_seen = false;
+    for (const auto& c : doc["cases"]) {
+      CAPTURE(c["name"].get<std::string>());
+      const auto found = diagnose(one, c["metrics"].get<std::map<std::string, double>>());
+      const bool fires = c["expect"] == "fires";
+      (fires ? fires_seen : quiet_seen) = true;
+      CHECK(found.size() == (fires ? 1u : 0u));
+      if (fires && !found.empty()) {
+        CHECK(found[0].explanation.find("n/a") == std::string::npos);  // every placeholder was measured
+        CHECK(found[0].impact_ms >= 0);
+      }
+    }
+    CHECK(fires_seen);
+    CHECK(quiet_seen);
+  }
+}
+
+TEST_CASE("a healthy endpoint yields no finding above info") {
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules("", warnings);
+  REQUIRE(rules.ok());
+  // Measured against a healthy fake provider (tests/cli/run_test.cpp's scenario, --quick).
+  const std::map<std::string, double> healthy = {
+      {"path.tcp_rtt_p50_ms", 0.1},        {"path.tcp_rtt_samples_count", 5},  {"path.tcp_loss_ratio", 0},
+      {"transport.connect_p50_ms", 0.1},   {"transport.keepalive_ratio", 1},   {"transport.ttfb_p50_ms", 0.8},
+      {"coldstart.baseline_ttft_p50_ms", 62}, {"coldstart.baseline_ttft_mad_ms", 2}, {"coldstart.cold_gaps_count", 0},
+      {"coldstart.first_request_penalty_ms", 3}, {"coldstart.first_request_ttft_ms", 65},
+      {"baseline.ttft_p50_ms", 62},        {"baseline.ttft_p90_ms", 64},       {"baseline.tpot_p50_ms", 8},
+      {"baseline.total_p50_ms", 310},      {"baseline.itl_p50_ms", 8},         {"baseline.itl_p99_ms", 9},
+      {"baseline.events_per_token_ratio", 1}, {"baseline.samples_count", 3},   {"baseline.output_tokens_p50_count", 32},
+      {"baseline.small_ttft_p50_ms", 31},  {"baseline.small_tpot_p50_ms", 3},  {"baseline.small_total_p50_ms", 125},
+      {"baseline.ttft_ratio", 2},          {"baseline.tpot_ratio", 2.7},       {"sweep.prefill_ms_per_token", 0.02},
+      {"sweep.prefill_overhead_ms", 61},   {"sweep.prefill_fit_r2_ratio", 0.99}, {"sweep.prefill_samples_count", 3},
+      {"sweep.max_prompt_tokens_count", 2048}, {"sweep.ttft_at_max_prompt_ms", 102}, {"sweep.decode_ms_per_token", 8},
+      {"sweep.stopped_early_count", 0},    {"serialization.upload_parse_ms_per_mb", 15},
+      {"serialization.upload_parse_fit_r2_ratio", 0.9}, {"serialization.stream_overhead_ms", 2},
+      {"serialization.nonstream_total_p50_ms", 180}, {"concurrency.latency_growth_ratio", 0.13},
+      {"concurrency.throughput_scaling_ratio", 0.98}, {"concurrency.knee_level_count", 8},
+      {"concurrency.max_level_count", 8},  {"concurrency.ttft_p50_at_1_ms", 62}, {"concurrency.ttft_p50_at_max_ms", 64},
+      {"run.rate_limited_count", 0},       {"run.requests_count", 37},         {"run.retry_wait_ms", 0}};
+  for (const auto& f : diagnose(rules.value(), healthy)) {
+    CAPTURE(f.rule);
+    CHECK(f.severity == Severity::Info);
+  }
+}
+
+}  // namespace infdoctor::rules
