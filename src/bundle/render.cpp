@@ -104,8 +104,8 @@ std::string svg_chart(const std::string& id, const std::string& x_label, const s
       ++n;
     }
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" << id << "\" viewBox=\"0 0 " << W << " " << H
-    << "\" width=\"" << W << "\" height=\"" << H << "\" role=\"img\">";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" << id << "\" data-points=\"" << n << "\" viewBox=\"0 0 " << W
+    << " " << H << "\" width=\"" << W << "\" height=\"" << H << "\" role=\"img\">";
   if (n == 0) {
     o << "<text x=\"" << W / 2 << "\" y=\"" << H / 2 << "\" text-anchor=\"middle\" class=\"empty\">not measured in this run</text></svg>";
     return o.str();
@@ -142,6 +142,31 @@ std::string svg_chart(const std::string& id, const std::string& x_label, const s
         << ", " << fmt("%.4g", y) << "</title></circle>";
     o << "<text x=\"" << W - R - 4 << "\" y=\"" << T + 14 + 14 * legend++ << "\" text-anchor=\"end\" fill=\"" << s.color << "\">"
       << html_escape(s.name) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+// Horizontal bars, one per named value, for a breakdown.
+std::string svg_bars(const std::string& id, const std::string& unit, const std::vector<std::pair<std::string, double>>& bars) {
+  const double W = 560, row = 30, L = 110, R = 90, T = 10;
+  const double H = T * 2 + row * std::max<std::size_t>(bars.size(), 1);
+  double mx = 0;
+  for (const auto& b : bars) mx = std::max(mx, b.second);
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" << id << "\" data-points=\"" << bars.size() << "\" viewBox=\"0 0 "
+    << W << " " << H << "\" width=\"" << W << "\" height=\"" << H << "\" role=\"img\">";
+  if (bars.empty()) {
+    o << "<text x=\"" << W / 2 << "\" y=\"" << H / 2 << "\" text-anchor=\"middle\" class=\"empty\">not measured in this run</text></svg>";
+    return o.str();
+  }
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const double y = T + row * static_cast<double>(i);
+    const double w = mx > 0 ? std::max(1.0, bars[i].second / mx * (W - L - R)) : 1.0;
+    o << "<text x=\"" << L - 8 << "\" y=\"" << y + 19 << "\" text-anchor=\"end\">" << html_escape(bars[i].first) << "</text>"
+      << "<rect x=\"" << L << "\" y=\"" << y + 6 << "\" width=\"" << w << "\" height=\"18\" fill=\"#0969da\"><title>"
+      << fmt("%.1f", bars[i].second) << " " << unit << "</title></rect>"
+      << "<text x=\"" << L + w + 6 << "\" y=\"" << y + 19 << "\">" << fmt("%.1f ", bars[i].second) << unit << "</text>";
   }
   o << "</svg>";
   return o.str();
@@ -300,27 +325,19 @@ std::string render_html(const run::RunResult& r) {
   o << figure("hop-rtts", "Round trip to each hop of the path (first address).", svg_chart("hop-rtts-svg", "hop", "RTT ms", {hops}));
 
   // Per-phase breakdown of a typical request.
-  Series phases{"phase ms", {}, false, "#0969da"};
-  std::vector<std::pair<std::string, std::optional<double>>> parts = {
-      {"DNS", metric(r, "dns.p50_ms")},
-      {"connect", metric(r, "transport.connect_p50_ms")},
-      {"TLS", metric(r, "transport.tls_p50_ms")},
-      {"first token", metric(r, "baseline.ttft_p50_ms")},
-      {"generation", [&]() -> std::optional<double> {
-         auto t = metric(r, "baseline.total_p50_ms"), f = metric(r, "baseline.ttft_p50_ms");
-         if (t && f) return *t - *f;
-         return std::nullopt;
-       }()}};
-  std::string labels;
-  int idx = 0;
-  for (const auto& [name, v] : parts) {
-    ++idx;
-    if (!v) continue;
-    phases.points.emplace_back(idx, *v);
-    labels += (labels.empty() ? "" : ", ") + std::to_string(idx) + " " + name + " " + fmt("%.1f ms", *v);
-  }
-  o << figure("phase-breakdown", "Median time per phase: " + (labels.empty() ? std::string("not measured") : labels) + ".",
-              svg_chart("phase-breakdown-svg", "phase", "ms", {phases}));
+  std::vector<std::pair<std::string, double>> bars;
+  const auto total = metric(r, "baseline.total_p50_ms"), first = metric(r, "baseline.ttft_p50_ms");
+  for (const auto& [name, v] : std::vector<std::pair<std::string, std::optional<double>>>{
+           {"DNS", metric(r, "dns.p50_ms")},
+           {"TCP connect", metric(r, "transport.connect_p50_ms")},
+           {"TLS", metric(r, "transport.tls_p50_ms")},
+           {"first token", first},
+           {"generation", total && first ? std::optional<double>(*total - *first) : std::nullopt}})
+    if (v) bars.emplace_back(name, *v);
+  o << figure("phase-breakdown",
+              "Median time per phase of a request: DNS, connect and TLS of a fresh connection, then the baseline "
+              "request's first token (without connection setup) and its generation.",
+              svg_bars("phase-breakdown-svg", "ms", bars));
 
   o << "<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>took</th><th>note</th></tr>";
   for (const auto& c : r.checks)

@@ -313,14 +313,23 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   });
   out.erase(std::unique(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cause == b.cause; }),
             out.end());
-  // Share of the observed latency: a typical request's end-to-end time when the baseline
-  // measured one, otherwise the sum of what the findings attribute.
-  double observed = 0;
-  if (auto it = metrics.find("baseline.total_p50_ms"); it != metrics.end()) observed = it->second;
+  // Share of the observed latency. A typical request's end-to-end time (the baseline) already
+  // holds what network, prefill, decode, the model or buffering cost; a cold start, a rate limit,
+  // queueing behind other requests, a fresh connection's DNS and TLS, a large body or a noisy
+  // neighbour come on top of it for the requests they hit. So the share is impact / total for the
+  // first kind and impact / (total + impact) for the second. Without a baseline, the share is of
+  // what the findings attribute together.
+  static const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing", "dns_slow",
+                                               "tls_slow", "serialization", "noisy_neighbour"};
   double sum = 0;
   for (const auto& f : out) sum += f.impact_ms;
-  observed = std::max(observed, sum);
-  for (auto& f : out) f.share = observed > 0 ? std::min(1.0, f.impact_ms / observed) : 0.0;
+  const auto typical = metrics.find("baseline.total_p50_ms");
+  for (auto& f : out) {
+    double whole = sum;
+    if (typical != metrics.end() && typical->second > 0)
+      whole = kOnTop.count(f.cause) ? typical->second + f.impact_ms : std::max(typical->second, f.impact_ms);
+    f.share = whole > 0 ? std::min(1.0, f.impact_ms / whole) : 0.0;
+  }
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
     if (a.confidence != b.confidence) return a.confidence > b.confidence;
