@@ -28,6 +28,7 @@ const CheckInfo kInfo{
      {"baseline.itl_p99_ms", "ms", "target model: 99th percentile gap between content events"},
      {"baseline.output_tokens_p50_count", "count", "target model: median output tokens"},
      {"baseline.events_per_token_ratio", "ratio", "target model: content events per output token"},
+     {"baseline.arrivals_per_token_ratio", "ratio", "target model: distinct moments content arrived, per output token"},
      {"baseline.samples_count", "count", "target model: successful requests"},
      {"baseline.small_ttft_p50_ms", "ms", "small model: median TTFT"},
      {"baseline.small_tpot_p50_ms", "ms", "small model: median time per output token"},
@@ -39,7 +40,7 @@ const CheckInfo kInfo{
      {"baseline.failures_count", "count", "failed requests, both models"}}};
 
 struct Series {
-  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token;
+  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token;
 };
 
 class BaselineCheck final : public Check {
@@ -78,6 +79,8 @@ class BaselineCheck final : public Check {
         if (s.tpot_ms) dst.tpot.push_back(*s.tpot_ms);
         if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
         if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
+        if (s.output_tokens && *s.output_tokens > 0)
+          dst.arrivals_per_token.push_back(static_cast<double>(s.content_arrivals) / static_cast<double>(*s.output_tokens));
         dst.itl.insert(dst.itl.end(), s.itl_ms.begin(), s.itl_ms.end());
       }
     }
@@ -105,6 +108,7 @@ class BaselineCheck final : public Check {
     }
     if (auto v = stats::median(target.tokens)) out.set("output_tokens_p50_count", *v);
     if (auto v = stats::median(target.events_per_token)) out.set("events_per_token_ratio", *v);
+    if (auto v = stats::median(target.arrivals_per_token)) out.set("arrivals_per_token_ratio", *v);
     if (models.size() == 2) {
       const auto st = stats::median(small.ttft), sp = stats::median(small.tpot), so = stats::median(small.total);
       out.set("small_samples_count", static_cast<double>(small.ttft.size()));

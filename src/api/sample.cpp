@@ -97,7 +97,11 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   if (!times.empty()) {
     s.ttft_ms = core::to_ms(core::elapsed_us(r.started, times.front()));
     s.total_ms = core::to_ms(core::elapsed_us(r.started, times.back()));
-    for (std::size_t i = 1; i < times.size(); ++i) s.itl_ms.push_back(core::to_ms(core::elapsed_us(times[i - 1], times[i])));
+    s.content_arrivals = 1;
+    for (std::size_t i = 1; i < times.size(); ++i) {
+      s.itl_ms.push_back(core::to_ms(core::elapsed_us(times[i - 1], times[i])));
+      if (times[i] != times[i - 1]) ++s.content_arrivals;
+    }
     // Without usage every content event is taken as one token, and the sample says so.
     const double tokens = s.output_tokens ? static_cast<double>(*s.output_tokens) : static_cast<double>(times.size());
     if (tokens > 0) s.events_per_token = static_cast<double>(times.size()) / tokens;
@@ -156,6 +160,7 @@ nlohmann::json to_json(const RequestSample& s) {
       {"tokens_from_usage", s.tokens_from_usage},
       {"events_count", s.events},
       {"content_events_count", s.content_events},
+      {"content_arrivals_count", s.content_arrivals},
       {"malformed_events_count", s.malformed_events},
       {"itl_ms", s.itl_ms},
       {"finish_reason", s.finish_reason},

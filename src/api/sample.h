@@ -39,6 +39,7 @@ struct RequestSample {
   std::optional<std::int64_t> prompt_tokens, output_tokens;
   bool tokens_from_usage = false;
   std::size_t events = 0, content_events = 0, malformed_events = 0;
+  std::size_t content_arrivals = 0;  // distinct moments content arrived: fewer than events when clumped
   std::vector<double> itl_ms;  // gaps between consecutive content events
   std::string finish_reason;
   std::int64_t bytes_sent = 0, bytes_received = 0;

@@ -22,6 +22,7 @@ int run(int argc, char** argv) {
   add_probe_command(app, chosen);
   add_run_command(app, chosen);
   add_explain_command(app, chosen);
+  add_demo_command(app, chosen);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,33 +11,14 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/endpoint_flags.h"
+#include "cli/run.h"
 #include "report/text.h"
 #include "run/runner.h"
 
 namespace infdoctor::cli {
 namespace {
 
-struct RunOptions {
-  EndpointFlags endpoint;
-  std::string model;
-  std::string small_model;
-  int max_requests = 500;
-  bool quick = false;
-  bool full = false;
-  std::string prompt_tokens, max_tokens, idle_gaps, concurrency;
-  double soak_minutes = 0;
-  std::string checks;
-  std::vector<std::string> resolvers;
-  bool no_system_resolvers = false;
-  std::vector<std::string> sets;
-  int max_hops = 0;
-  std::string json_out;
-  std::string rules_dir;
-  std::string slo;
-  std::string prom_out;
-  std::string bundle;
-  double check_timeout_s = 120;
-};
+
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -110,7 +91,9 @@ void print_plan(const run::RunPlan& plan, int max_requests) {
     std::cerr << "infdoctor: warning: the plan needs more requests than the budget; checks stop when it is spent\n";
 }
 
-int run_run(const RunOptions& o, const std::string& command_line) {
+}  // namespace
+
+int run_with(const RunOptions& o, const std::string& command_line) {
   auto ep = make_endpoint(o.endpoint);
   if (!ep.ok()) return fail_config(ep.error().message);
   auto target = checks::parse_target(ep->base_url);
@@ -206,8 +189,6 @@ int run_run(const RunOptions& o, const std::string& command_line) {
   return code;
 }
 
-}  // namespace
-
 void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   auto opts = std::make_shared<RunOptions>();
   std::string ids;
@@ -266,7 +247,7 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       }
       for (const auto& v : res) line += " " + opt->get_name() + " " + core::redact_url(v);
     }
-    chosen = [opts, line] { return run_run(*opts, line); };
+    chosen = [opts, line] { return run_with(*opts, line); };
   });
 }
 

@@ -275,6 +275,18 @@ std::string render_template(const std::string& text, const std::map<std::string,
   return out;
 }
 
+void sort_findings(std::vector<Finding>& findings) {
+  // Causes first, notes (info) after them; within each, by attributed milliseconds, then
+  // confidence, then rule id, so equal input gives equal output.
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    const bool a_note = a.severity == Severity::Info, b_note = b.severity == Severity::Info;
+    if (a_note != b_note) return b_note;
+    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
+    return a.rule < b.rule;
+  });
+}
+
 std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, double>& metrics) {
   std::vector<Finding> out;
   for (const auto& r : rules.rules) {
@@ -330,11 +342,7 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
       whole = kOnTop.count(f.cause) ? typical->second + f.impact_ms : std::max(typical->second, f.impact_ms);
     f.share = whole > 0 ? std::min(1.0, f.impact_ms / whole) : 0.0;
   }
-  std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
-    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
-    if (a.confidence != b.confidence) return a.confidence > b.confidence;
-    return a.rule < b.rule;
-  });
+  sort_findings(out);
   return out;
 }
 

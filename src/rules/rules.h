@@ -76,9 +76,12 @@ struct Finding {
   std::vector<std::string> actions;
 };
 
-// Applies every rule to the metrics ("check.metric" -> value) and ranks what fires: by
-// attributed milliseconds, then confidence, then rule id, so equal input gives equal output.
+// Applies every rule to the metrics ("check.metric" -> value) and ranks what fires (sort_findings).
 std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, double>& metrics);
+
+// Warnings and critical findings first, info notes after; each group by attributed milliseconds,
+// then confidence, then rule id.
+void sort_findings(std::vector<Finding>& findings);
 
 // "{baseline.tpot_p50_ms}" -> "62.1 ms": placeholders formatted with the unit their name ends in.
 std::string render_template(const std::string& text, const std::map<std::string, double>& metrics);

@@ -186,13 +186,7 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
   return out;
 }
 
-void rank(std::vector<rules::Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const rules::Finding& a, const rules::Finding& b) {
-    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
-    if (a.confidence != b.confidence) return a.confidence > b.confidence;
-    return a.rule < b.rule;
-  });
-}
+void rank(std::vector<rules::Finding>& findings) { rules::sort_findings(findings); }
 
 int exit_code(const RunResult& r) {
   const bool any_ok = std::any_of(r.checks.begin(), r.checks.end(),

@@ -4,6 +4,7 @@
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -118,6 +119,11 @@ Lab::~Lab() {
 }
 
 void Lab::wire() {
+  // The wire is the lab's clock: real-time priority keeps the planted delay exact when the
+  // machine is busy (best effort; without the privilege it runs at normal priority).
+  sched_param prio{};
+  prio.sched_priority = 10;
+  (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &prio);
   struct Packet {
     Clock::time_point due;
     std::vector<char> bytes;

@@ -132,7 +132,7 @@ TEST_CASE("malformed rules: every problem named with file, line, rule id, field 
   }
 }
 
-TEST_CASE("ranking: milliseconds, then confidence, then id; one finding per cause; share of the latency") {
+TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id; one finding per cause; shares") {
   const std::string text = R"({"family": "dns", "rules": [
     {"id": "dns.a", "cause": "dns_slow", "severity": "warning", "title": "a", "when": "1", "impact_ms": "100",
      "confidence": 0.5, "explain": "a"},
@@ -140,7 +140,7 @@ TEST_CASE("ranking: milliseconds, then confidence, then id; one finding per caus
      "confidence": 0.5, "explain": "b"},
     {"id": "dns.c", "cause": "network_rtt", "severity": "info", "title": "c", "when": "1", "impact_ms": "200",
      "confidence": 0.9, "explain": "c"},
-    {"id": "dns.d", "cause": "tls_slow", "severity": "critical", "title": "d", "when": "1", "impact_ms": "200",
+    {"id": "dns.d", "cause": "tls_slow", "severity": "warning", "title": "d", "when": "1", "impact_ms": "200",
      "confidence": 0.4, "explain": "d"}]})";
   LoadReport report;
   const RuleSet set = load(text, report);
@@ -148,11 +148,11 @@ TEST_CASE("ranking: milliseconds, then confidence, then id; one finding per caus
   const auto found = diagnose(set, {{"baseline.total_p50_ms", 1000}});
   REQUIRE(found.size() == 3);
   CHECK(found[0].rule == "dns.b");  // 300 ms; dns.a (same cause, fewer ms) is folded into it
-  CHECK(found[1].rule == "dns.c");  // 200 ms, confidence 0.9
-  CHECK(found[2].rule == "dns.d");  // 200 ms, confidence 0.4: severity does not rank
+  CHECK(found[1].rule == "dns.d");  // 200 ms: a cause, critical or not
+  CHECK(found[2].rule == "dns.c");  // 200 ms and more confident, but info: a note after the causes
   CHECK(found[0].share == doctest::Approx(300.0 / 1300));  // DNS comes on top of a typical request
-  CHECK(found[1].share == doctest::Approx(0.2));            // the round trip is inside it
-  CHECK(found[2].severity == Severity::Critical);
+  CHECK(found[2].share == doctest::Approx(0.2));            // the round trip is inside it
+  CHECK(found[2].severity == Severity::Info);
 }
 
 TEST_CASE("templates format by unit") {

@@ -1,0 +1,76 @@
+#include "fake/demo_faults.h"
+
+namespace infdoctor::fake {
+namespace {
+
+// A healthy pair of models; each fault changes what it needs. Magnitudes differ from fault to
+// fault and from the rules' thresholds: the diagnosis must follow the physics.
+std::string scenario(const std::string& target_extra, const std::string& small_extra = "") {
+  std::string s = R"({"models": {"demo-model": {"overhead_ms": 60, "prefill_ms_per_token": 0.02, "decode_ms_per_token": 8, "jitter_ms": 2)";
+  if (!target_extra.empty()) s += ", " + target_extra;
+  s += R"(}, "demo-small": {"overhead_ms": 30, "prefill_ms_per_token": 0.01, "decode_ms_per_token": 3)";
+  if (!small_extra.empty()) s += ", " + small_extra;
+  return s + "}}, \"seed\": 11}";
+}
+
+}  // namespace
+
+const std::vector<DemoFault>& demo_faults() {
+  static const std::vector<DemoFault> kFaults = {
+      {"realistic", {"model_specific", "cold_start"},
+       "the target model decodes at 60 ms per token against 8 for the small one, and goes cold after 2 s idle",
+       scenario(R"("overhead_ms": 120, "decode_ms_per_token": 60, "cold_start": {"idle_s": 2, "penalty_ms": 1500})",
+                R"("decode_ms_per_token": 8)"),
+       {}, "", ""},
+      {"healthy", {}, "fast models, no fault", scenario(""), {}, "", ""},
+      {"cold_start", {"cold_start"}, "the target model goes cold after 2 s idle and pays 2.5 s",
+       scenario(R"("cold_start": {"idle_s": 2, "penalty_ms": 2500})"), {}, "", ""},
+      {"prefill_bound", {"prefill_bound"}, "1.2 ms per prompt token: long prompts dominate",
+       scenario(R"("prefill_ms_per_token": 1.2)"), {}, "", ""},
+      {"decode_bound", {"decode_bound"}, "both models generate slowly: 70 and 35 ms per token",
+       scenario(R"("decode_ms_per_token": 70)", R"("decode_ms_per_token": 35)"), {}, "", ""},
+      {"model_specific", {"model_specific"}, "the target model takes 55 ms per token, the small one 5",
+       scenario(R"("decode_ms_per_token": 55)", R"("decode_ms_per_token": 5)"), {}, "", ""},
+      {"provider_wide", {"provider_wide"}, "900 ms before any model starts, for both models",
+       scenario(R"("overhead_ms": 900)", R"("overhead_ms": 880)"), {}, "", ""},
+      {"queueing", {"queueing"}, "one request at a time: the rest wait in line",
+       scenario(R"("overhead_ms": 150, "slots": 1)"), {}, "", ""},
+      {"serialization", {"serialization"}, "1.5 ms per KB of request body before anything else",
+       scenario(R"("parse_ms_per_kb": 1.5)"), {}, "", ""},
+      {"rate_limited", {"rate_limited"}, "every 4th request is answered 429 with Retry-After: 1.5",
+       scenario(R"("faults": [{"kind": "429", "every": 4, "retry_after_s": 1.5}])"), {}, "", ""},
+      {"noisy_neighbour", {"noisy_neighbour"}, "every 3rd request stalls 1.2 s before its first token",
+       scenario(R"("faults": [{"kind": "stall", "every": 3, "after_tokens": 0, "stall_ms": 1200}])"),
+       {{"baseline.samples", "9"}}, "path,transport,baseline", ""},
+      {"buffering", {"buffering"}, "a proxy in front of both models holds the stream and releases it every 300 ms",
+       scenario(R"("flush_interval_ms": 300)", R"("flush_interval_ms": 300)"), {}, "", ""},
+      {"tls_slow", {"tls_slow"}, "a slow TLS terminator", "", {}, "",
+       "needs TLS with a planted handshake delay; the fake provider does not plant it yet"},
+      {"dns_slow", {"dns_slow"}, "a resolver that answers late", "", {}, "",
+       "needs the DNS responder fixture wired into the demo; the lab tests plant it (tests/checks/dns_test.cpp)"},
+      {"network_rtt", {"network_rtt"}, "a far endpoint", "", {}, "",
+       "needs the namespace lab (root) for a real round trip; build/tests/lab_run plants it"},
+      {"cold_start+queueing", {"cold_start", "queueing"}, "goes cold after 2 s (4 s penalty) and serves one request at a time",
+       scenario(R"("overhead_ms": 100, "slots": 1, "cold_start": {"idle_s": 2, "penalty_ms": 4000})"), {}, "", ""},
+      {"prefill+queueing", {"prefill_bound", "queueing"}, "1.5 ms per prompt token and one request at a time",
+       scenario(R"("overhead_ms": 300, "prefill_ms_per_token": 1.5, "slots": 1)"), {}, "", ""},
+      {"rate_limited+decode", {"rate_limited", "decode_bound"}, "every 5th request 429 (Retry-After: 2.5), slow decode",
+       scenario(R"("decode_ms_per_token": 70, "faults": [{"kind": "429", "every": 5, "retry_after_s": 2.5}])",
+                R"("decode_ms_per_token": 35)"),
+       {}, "", ""},
+      {"model_specific+cold_start", {"cold_start", "model_specific"},
+       "the target model is 8x slower per token and goes cold after 2 s (5 s penalty)",
+       scenario(R"("decode_ms_per_token": 40, "cold_start": {"idle_s": 2, "penalty_ms": 5000})",
+                R"("decode_ms_per_token": 5)"),
+       {}, "", ""},
+  };
+  return kFaults;
+}
+
+const DemoFault* find_demo_fault(const std::string& name) {
+  for (const auto& f : demo_faults())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+}  // namespace infdoctor::fake

@@ -1,0 +1,25 @@
+#pragma once
+// The faults `infdoctor demo` can plant in the fake provider: one per cause of the taxonomy where
+// the fake alone can produce it, `healthy`, and scenarios where two causes meet. Each says which
+// cause (or causes, the larger first) the diagnosis must name.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace infdoctor::fake {
+
+struct DemoFault {
+  std::string name;
+  std::vector<std::string> expect;  // causes, ranked; empty: no finding above info
+  std::string description;
+  std::string scenario;             // the fake provider's scenario JSON
+  std::vector<std::pair<std::string, std::string>> settings;  // check settings on top of --quick
+  std::string checks;               // empty: the whole checklist
+  std::string unavailable;          // why the demo cannot plant it here, when it cannot
+};
+
+const std::vector<DemoFault>& demo_faults();
+const DemoFault* find_demo_fault(const std::string& name);
+inline constexpr const char* kDefaultDemoFault = "realistic";
+
+}  // namespace infdoctor::fake
