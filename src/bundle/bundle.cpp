@@ -124,7 +124,7 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"results.json", results.dump(2) + "\n"},
       {"summary.md", render_summary(result, ctx)},
-      {"repro.sh", render_repro(result, ctx)},
+      {"repro.sh", render_repro(ctx)},
       {"report.html", render_html(result)},
   };
   for (const auto& [name, content] : files)

@@ -62,7 +62,7 @@ core::Result<nlohmann::json> read_results(const std::string& path);
 core::Result<std::vector<std::pair<std::string, std::string>>> read_archive(const std::string& tar_gz);
 
 std::string render_summary(const run::RunResult& r, const Context& ctx);
-std::string render_repro(const run::RunResult& r, const Context& ctx);
+std::string render_repro(const Context& ctx);
 std::string render_html(const run::RunResult& r);
 
 }  // namespace infdoctor::bundle

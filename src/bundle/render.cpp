@@ -232,7 +232,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   return o.str();
 }
 
-std::string render_repro(const run::RunResult& r, const Context& ctx) {
+std::string render_repro(const Context& ctx) {
   std::ostringstream o;
   const std::string base = core::redact_url(ctx.base_url);
   o << "#!/bin/sh\n# Reproduces infdoctor's requests with curl, with the phase timings curl measures.\n"
@@ -252,7 +252,6 @@ std::string render_repro(const run::RunResult& r, const Context& ctx) {
       << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' -H \"Authorization: Bearer ${" << ctx.api_key_env
       << ":-}\" \\\n  -d " << shell_quote(body.dump()) << " \"$BASE_URL/chat/completions\"\n";
   }
-  (void)r;
   return o.str();
 }
 

@@ -46,13 +46,16 @@ core::Result<CommandResult> run_command(const std::vector<std::string>& argv, st
     std::array<char, 4096> b1{}, b2{};
     read_all(out, r.out, b1, max_output_bytes);
     read_all(err, r.err, b2, max_output_bytes);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     io.run_for(timeout);  // returns when both pipes hit EOF, or at the deadline
-    if (!io.stopped()) {
+    // A child may close its output and live on: the deadline holds for its exit too.
+    std::error_code ec;
+    while (io.stopped() && c.running(ec) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!io.stopped() || c.running(ec)) {
       r.timed_out = true;
-      std::error_code ec;
       c.terminate(ec);
     }
-    std::error_code ec;
     c.wait(ec);
     r.exit_code = c.exit_code();
   } catch (const std::exception& e) {

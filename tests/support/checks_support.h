@@ -27,6 +27,7 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
   ep.base_url = setup.base_url;
   ep.tls.cacert = setup.cacert;
   ep.timeout = std::chrono::seconds(30);
+  // The context outlives the call, so a test can ask it what was spent (ctx_out).
   static thread_local std::unique_ptr<checks::CheckContext> ctx;
   ctx = std::make_unique<checks::CheckContext>(target.value(), ep);
   if (target->host_is_ip) ctx->set_addresses({target->host});
