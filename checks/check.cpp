@@ -180,6 +180,16 @@ core::Result<Target> parse_target(const std::string& base_url) {
   return t;
 }
 
+void CheckContext::set_addresses(std::vector<std::string> a) {
+  addresses_ = std::move(a);
+  if (addresses_.empty() || target_.host_is_ip) return;
+  const std::string prefix = target_.host + ":" + std::to_string(target_.port) + ":";
+  for (const auto& pin : endpoint_.resolve)
+    if (pin.rfind(prefix, 0) == 0) return;
+  const std::string& ip = addresses_.front();
+  endpoint_.resolve.push_back(prefix + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip));
+}
+
 core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {
   using core::ErrorCode;
   const int n = static_cast<int>(reqs.size());

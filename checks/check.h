@@ -113,7 +113,9 @@ class CheckContext {
   void set_deadline(core::SteadyTime t) { deadline_ = t; }
   // Addresses of the API host: the dns check's answers, or the literal IP of the URL.
   const std::vector<std::string>& addresses() const { return addresses_; }
-  void set_addresses(std::vector<std::string> a) { addresses_ = std::move(a); }
+  // Also pins the API host to the first address for every later request (unless --resolve did),
+  // so every check measures the server the dns check found.
+  void set_addresses(std::vector<std::string> a);
   void progress(const std::string& step) const;
 
   const Models& models() const { return models_; }

@@ -13,7 +13,9 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run.h"
+#include "fake/certs.h"
 #include "fake/demo_faults.h"
+#include "fake/dns_server.h"
 #include "net/subprocess.h"
 
 namespace infdoctor::cli {
@@ -58,19 +60,34 @@ int run_demo(const DemoOptions& o) {
     std::cerr << "infdoctor: error: the demo cannot plant " << fault->name << " yet: " << fault->unavailable << '\n';
     return kExitCouldNotRun;
   }
-  char path[] = "/tmp/infdoctor-demo-XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) {
-    std::cerr << "infdoctor: error: cannot create a temporary scenario file\n";
+  // Scenario, certificate and key live in a private temporary directory, removed at the end.
+  char tmpl[] = "/tmp/infdoctor-demo-XXXXXX";
+  if (!::mkdtemp(tmpl)) {
+    std::cerr << "infdoctor: error: cannot create a temporary directory\n";
     return kExitCouldNotRun;
   }
-  ::close(fd);
-  std::ofstream(path) << fault->scenario;
+  const std::string dir = tmpl;
   struct Cleanup {
-    const char* p;
-    ~Cleanup() { ::unlink(p); }
-  } cleanup{path};
-  auto proc = net::Process::start({self_dir() + "/infdoctor-fake", "--listen", "127.0.0.1:0", "--scenario", path});
+    std::string d;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  const std::string scenario = dir + "/scenario.json";
+  std::ofstream(scenario) << fault->scenario;
+  std::vector<std::string> argv = {self_dir() + "/infdoctor-fake", "--listen", "127.0.0.1:0", "--scenario", scenario};
+  std::string cacert;
+  if (fault->tls) {
+    auto certs = fake::write_self_signed(dir, {"localhost", "api.demo.test"}, {"127.0.0.1"});
+    if (!certs.ok()) {
+      std::cerr << "infdoctor: error: " << certs.error().message << '\n';
+      return kExitCouldNotRun;
+    }
+    argv.insert(argv.end(), {"--tls-cert", certs->cert, "--tls-key", certs->key});
+    cacert = certs->cert;
+  }
+  auto proc = net::Process::start(argv);
   if (!proc.ok()) {
     std::cerr << "infdoctor: error: cannot start infdoctor-fake next to infdoctor: " << proc.error().message << '\n';
     return kExitCouldNotRun;
@@ -80,12 +97,33 @@ int run_demo(const DemoOptions& o) {
     std::cerr << "infdoctor: error: the fake provider did not start\n";
     return kExitCouldNotRun;
   }
-  const std::string base_url = "http://" + line->substr(13) + "/v1";
+  const std::string port = line->substr(line->rfind(':') + 1);
+  // With a DNS fault the API host is a name that only the demo's own resolver knows.
+  std::unique_ptr<fake::DnsResponder> dns;
+  std::string host = "127.0.0.1";
+  if (fault->dns_delay_ms >= 0) {
+    try {
+      dns = std::make_unique<fake::DnsResponder>(
+          "127.0.0.1", 0,
+          std::map<std::string, fake::DnsName>{{"api.demo.test", fake::DnsName{fake::DnsMode::Answer, {"127.0.0.1"}, {}, 60}}},
+          fault->dns_delay_ms);
+    } catch (const std::exception& e) {
+      std::cerr << "infdoctor: error: " << e.what() << '\n';
+      return kExitCouldNotRun;
+    }
+    host = "api.demo.test";
+  }
+  const std::string base_url = std::string(fault->tls ? "https://" : "http://") + host + ":" + port + "/v1";
   std::cerr << "infdoctor: demo: fake provider at " << base_url << " with fault '" << fault->name << "': "
             << fault->description << "; expected: " << expect_text(*fault) << '\n';
   RunOptions r;
   r.endpoint.base_url = base_url;
   r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";
+  r.endpoint.cacert = cacert;
+  if (dns) {
+    r.resolvers.push_back(dns->address());
+    r.no_system_resolvers = true;
+  }
   r.model = "demo-model";
   r.small_model = "demo-small";
   r.quick = true;

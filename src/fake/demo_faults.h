@@ -16,6 +16,8 @@ struct DemoFault {
   std::vector<std::pair<std::string, std::string>> settings;  // check settings on top of --quick
   std::string checks;               // empty: the whole checklist
   std::string unavailable;          // why the demo cannot plant it here, when it cannot
+  bool tls = false;                 // serve HTTPS (a self-signed certificate the client trusts)
+  double dns_delay_ms = -1;         // >= 0: resolve the API host through a demo DNS server this slow
 };
 
 const std::vector<DemoFault>& demo_faults();

@@ -135,6 +135,7 @@ core::Result<Scenario> parse_scenario(const std::string& json_text, const std::s
   Reader r(j, "scenario", &err);
   r.get("default_max_tokens", s.default_max_tokens, 1, 1e6);
   r.get_string("api_key", s.api_key);
+  r.get("tls_handshake_delay_ms", s.tls_handshake_delay_ms, 0, kMaxMs);
   r.get("seed", s.seed, 0, 1e15);
   const json* models = r.child("models");
   if (!models || !models->is_object() || models->empty()) {

@@ -42,6 +42,7 @@ struct Scenario {
   std::map<std::string, ModelSpec> models;
   int default_max_tokens = 16;
   std::string api_key;  // when set, requests must carry it as a bearer token
+  double tls_handshake_delay_ms = 0;  // a slow TLS terminator: wait before answering ClientHello
   std::uint64_t seed = 1;
 };
 

@@ -158,6 +158,9 @@ struct Server::Impl {
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (tls) {
       ssl::stream<tcp::socket> stream(std::move(sock), *tls);
+      if (scenario.tls_handshake_delay_ms > 0 &&
+          !sleep_until(Clock::now() + from_ms(scenario.tls_handshake_delay_ms)))
+        return;
       stream.handshake(ssl::stream_base::server, ec);
       if (!ec) serve_requests(stream);
       beast::get_lowest_layer(stream).close(ec);

@@ -3,13 +3,13 @@
 
 #include "run/runner.h"
 #include "support/checks_support.h"
-#include "support/dns_responder.h"
+#include "fake/dns_server.h"
 
 namespace infdoctor {
 namespace {
 
-using test::DnsMode;
-using test::DnsName;
+using fake::DnsMode;
+using fake::DnsName;
 
 std::map<std::string, DnsName> zone() {
   return {{"api.lab.test", DnsName{DnsMode::Answer, {"198.51.100.2", "198.51.100.3"}, {"2001:db8::2"}, 300}},
@@ -20,7 +20,7 @@ std::map<std::string, DnsName> zone() {
           {"dead.lab.test", DnsName{DnsMode::DropAll, {}, {}, 60}}};
 }
 
-checks::CheckResult dns(const test::DnsResponder& r, const std::string& host, int samples = 3,
+checks::CheckResult dns(const fake::DnsResponder& r, const std::string& host, int samples = 3,
                         const std::string& timeout_ms = "2000") {
   return test::run_check("dns", "https://" + host + "/v1",
                          {{"dns.resolvers", r.address()}, {"dns.system", "0"}, {"dns.samples", std::to_string(samples)},
@@ -30,7 +30,7 @@ checks::CheckResult dns(const test::DnsResponder& r, const std::string& host, in
 }  // namespace
 
 TEST_CASE("dns: a resolver delaying 150 ms measures 150 ms, with every address and TTL") {
-  test::DnsResponder r("127.0.0.1", 0, zone(), 150);
+  fake::DnsResponder r("127.0.0.1", 0, zone(), 150);
   const auto c = dns(r, "api.lab.test");
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(std::abs(test::metric(c, "p50_ms") - 150.0) < 10.0);
@@ -43,7 +43,7 @@ TEST_CASE("dns: a resolver delaying 150 ms measures 150 ms, with every address a
 }
 
 TEST_CASE("dns: NXDOMAIN, SERVFAIL and REFUSED are reported as such") {
-  test::DnsResponder r("127.0.0.1", 0, zone(), 0);
+  fake::DnsResponder r("127.0.0.1", 0, zone(), 0);
   struct Case {
     const char* host;
     const char* token;
@@ -64,7 +64,7 @@ TEST_CASE("dns: NXDOMAIN, SERVFAIL and REFUSED are reported as such") {
 }
 
 TEST_CASE("dns: a dropped first query is retried and counted, and its time includes the wait") {
-  test::DnsResponder r("127.0.0.1", 0, zone(), 0);
+  fake::DnsResponder r("127.0.0.1", 0, zone(), 0);
   const auto c = dns(r, "lossy.lab.test", 2, "300");
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(test::metric(c, "retries_count") == 1);
@@ -73,7 +73,7 @@ TEST_CASE("dns: a dropped first query is retried and counted, and its time inclu
 }
 
 TEST_CASE("dns: a resolver that never answers times out within its deadline") {
-  test::DnsResponder r("127.0.0.1", 0, zone(), 0);
+  fake::DnsResponder r("127.0.0.1", 0, zone(), 0);
   const auto t0 = core::SteadyClock::now();
   const auto c = dns(r, "dead.lab.test", 1, "200");
   const double took = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
@@ -85,7 +85,7 @@ TEST_CASE("dns: a resolver that never answers times out within its deadline") {
 }
 
 TEST_CASE("dns: the run goes on after a failed lookup") {
-  test::DnsResponder r("127.0.0.1", 0, zone(), 0);
+  fake::DnsResponder r("127.0.0.1", 0, zone(), 0);
   run::RunPlan plan;
   plan.check_ids = {"dns", "path", "transport"};
   plan.options.set("dns.resolvers", r.address());

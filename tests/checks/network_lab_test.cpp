@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/subprocess.h"
-#include "support/dns_responder.h"
+#include "fake/dns_server.h"
 #include "support/fake_process.h"
 #include "support/lab.h"
 
@@ -24,10 +24,11 @@ bool lab_available() {
   return true;
 }
 
-std::unique_ptr<fake::Server> fake_in(const std::string& ns, const std::string& host, std::uint16_t port) {
+std::unique_ptr<fake::Server> fake_in(const std::string& ns, const std::string& host, std::uint16_t port,
+                                      const std::string& scenario_json = R"({"models": {"m": {}}})") {
   std::unique_ptr<fake::Server> server;
   test::in_netns(ns, [&] {
-    auto scenario = fake::parse_scenario(R"({"models": {"m": {}}})", "lab");
+    auto scenario = fake::parse_scenario(scenario_json, "lab");
     REQUIRE(scenario.ok());
     fake::ServerOptions o;
     o.host = host;
@@ -41,13 +42,13 @@ std::unique_ptr<fake::Server> fake_in(const std::string& ns, const std::string& 
   return server;
 }
 
-std::unique_ptr<test::DnsResponder> dns_in(const std::string& ns, const std::string& ip, double delay_ms) {
-  std::unique_ptr<test::DnsResponder> r;
+std::unique_ptr<fake::DnsResponder> dns_in(const std::string& ns, const std::string& ip, double delay_ms) {
+  std::unique_ptr<fake::DnsResponder> r;
   test::in_netns(ns, [&] {
-    r = std::make_unique<test::DnsResponder>(
+    r = std::make_unique<fake::DnsResponder>(
         ip, 53,
-        std::map<std::string, test::DnsName>{
-            {"api.lab.test", test::DnsName{test::DnsMode::Answer, {Lab::kServerIp}, {}, 60}}},
+        std::map<std::string, fake::DnsName>{
+            {"api.lab.test", fake::DnsName{fake::DnsMode::Answer, {Lab::kServerIp}, {}, 60}}},
         delay_ms);
   });
   return r;
@@ -167,6 +168,28 @@ TEST_CASE("lab: a black hole never holds a check past its deadline") {
   CHECK(j["checks"]["path"]["duration_ms"].get<double>() < 3000 + 1000);
   CHECK(j["checks"]["transport"]["duration_ms"].get<double>() < 3000 + 1000);
   CHECK(took_s < 2 * 4 + 2);
+}
+
+TEST_CASE("lab: a far endpoint is diagnosed as network_rtt first") {
+  if (!lab_available()) return;
+  Lab lab({70.0, 0.0});  // 140 ms of round trip in front of a fast model
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443,
+                        R"({"models": {"m": {"overhead_ms": 40, "decode_ms_per_token": 5},
+                                       "s": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
+  auto dns = dns_in(lab.router_ns(), Lab::kRouterIp, 0);
+  int rc = -1;
+  const auto j = run_in(lab,
+                        {"--base-url", "https://api.lab.test:8443/v1", "--cacert", test::ca_pem(), "--resolver",
+                         std::string(Lab::kRouterIp) + ":53", "--no-system-resolvers", "--model", "m", "--small-model",
+                         "s", "--quick", "--checks", "dns,path,transport,coldstart,baseline", "--idle-gaps", "0,1"},
+                        false, &rc);
+  CHECK(rc == 2);  // the round trip is most of the time to first token: critical
+  REQUIRE(j["diagnosis"].size() >= 1);
+  CHECK(j["diagnosis"][0]["cause"] == "network_rtt");
+  CHECK(j["diagnosis"][0]["impact_ms"].get<double>() == doctest::Approx(280).epsilon(0.1));
+  MESSAGE("network_rtt first: " << j["diagnosis"][0]["title"].get<std::string>() << ", "
+                                << j["diagnosis"][0]["impact_ms"].get<double>() << " ms");
 }
 
 }  // namespace infdoctor

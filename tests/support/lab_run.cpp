@@ -14,7 +14,7 @@
 
 #include "fake/server.h"
 #include "net/subprocess.h"
-#include "support/dns_responder.h"
+#include "fake/dns_server.h"
 #include "support/lab.h"
 
 int main(int argc, char** argv) {
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   std::unique_ptr<fake::Server> server;
-  std::unique_ptr<test::DnsResponder> dns;
+  std::unique_ptr<fake::DnsResponder> dns;
   try {
     test::in_netns(lab.server_ns(), [&] {
       auto scenario = fake::parse_scenario(R"({"models": {"m": {"overhead_ms": 100, "decode_ms_per_token": 10}}})", "lab");
@@ -67,10 +67,10 @@ int main(int argc, char** argv) {
       server = std::move(s.value());
     });
     test::in_netns(lab.router_ns(), [&] {
-      dns = std::make_unique<test::DnsResponder>(
+      dns = std::make_unique<fake::DnsResponder>(
           test::Lab::kRouterIp, 53,
-          std::map<std::string, test::DnsName>{
-              {"api.lab.test", test::DnsName{test::DnsMode::Answer, {test::Lab::kServerIp}, {}, 60}}},
+          std::map<std::string, fake::DnsName>{
+              {"api.lab.test", fake::DnsName{fake::DnsMode::Answer, {test::Lab::kServerIp}, {}, 60}}},
           dns_delay_ms);
     });
   } catch (const std::exception& e) {

@@ -1,5 +1,5 @@
 #pragma once
-// A DNS responder for tests (RFC 1035 over UDP): answers A and AAAA for configured names after a
+// A DNS responder for tests and the demo (RFC 1035 over UDP): answers A and AAAA for configured names after a
 // configured delay, or fails on purpose: NXDOMAIN, SERVFAIL, REFUSED, the first query of a name
 // dropped (the client must retry), every query dropped.
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace infdoctor::test {
+namespace infdoctor::fake {
 
 enum class DnsMode { Answer, Nxdomain, Servfail, Refused, DropFirst, DropAll };
 
@@ -46,4 +46,4 @@ class DnsResponder {
   std::thread thread_;
 };
 
-}  // namespace infdoctor::test
+}  // namespace infdoctor::fake

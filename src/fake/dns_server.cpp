@@ -1,4 +1,4 @@
-#include "support/dns_responder.h"
+#include "fake/dns_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include <deque>
 #include <stdexcept>
 
-namespace infdoctor::test {
+namespace infdoctor::fake {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -139,4 +139,4 @@ void DnsResponder::serve() {
   }
 }
 
-}  // namespace infdoctor::test
+}  // namespace infdoctor::fake
