@@ -16,6 +16,8 @@
 #include "fake/certs.h"
 #include "fake/demo_faults.h"
 #include "fake/dns_server.h"
+#include "fake/lab.h"
+#include "fake/server.h"
 #include "net/subprocess.h"
 
 namespace infdoctor::cli {
@@ -43,6 +45,64 @@ std::string expect_text(const fake::DemoFault& f) {
   return s;
 }
 
+RunOptions demo_run_options(const DemoOptions& o, const fake::DemoFault& fault, const std::string& base_url) {
+  RunOptions r;
+  r.endpoint.base_url = base_url;
+  r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";
+  r.model = "demo-model";
+  r.small_model = "demo-small";
+  r.quick = true;
+  r.checks = fault.checks;
+  r.bundle = o.bundle;
+  r.json_out = o.json_out;
+  for (const auto& [k, v] : fault.settings) r.sets.push_back(k + "=" + v);
+  return r;
+}
+
+// A real round trip needs a real path: the namespace lab, with the fake provider behind the
+// delaying wire and infdoctor run from the client namespace.
+int run_lab_demo(const DemoOptions& o, const fake::DemoFault& fault) {
+  if (auto why = fake::Lab::unavailable_reason()) {
+    std::cerr << "infdoctor: error: the demo plants " << fault.name << " on a lab of network namespaces: " << *why
+              << '\n';
+    return kExitCouldNotRun;
+  }
+  fake::Lab lab({fault.lab_delay_ms, 0.0});
+  if (!lab.ok()) {
+    std::cerr << "infdoctor: error: cannot build the lab: " << lab.error() << '\n';
+    return kExitCouldNotRun;
+  }
+  auto scenario = fake::parse_scenario(fault.scenario, "demo scenario " + fault.name);
+  if (!scenario.ok()) {
+    std::cerr << "infdoctor: error: " << scenario.error().message << '\n';
+    return kExitCouldNotRun;
+  }
+  std::unique_ptr<fake::Server> server;
+  int code = kExitCouldNotRun;
+  try {
+    fake::in_netns(lab.server_ns(), [&] {
+      fake::ServerOptions so;
+      so.host = fake::Lab::kServerIp;
+      so.port = 8080;
+      auto s = fake::Server::start(std::move(scenario.value()), so);
+      if (s.ok()) server = std::move(s.value());
+    });
+    if (!server) {
+      std::cerr << "infdoctor: error: the fake provider did not start in the lab\n";
+      return kExitCouldNotRun;
+    }
+    const std::string base_url = "http://" + std::string(fake::Lab::kServerIp) + ":8080/v1";
+    std::cerr << "infdoctor: demo: fake provider at " << base_url << " across the lab with fault '" << fault.name
+              << "': " << fault.description << "; expected: " << expect_text(fault) << '\n';
+    const RunOptions r = demo_run_options(o, fault, base_url);
+    fake::in_netns(lab.client_ns(), [&] { code = run_with(r, "infdoctor demo --fault " + fault.name); });
+  } catch (const std::exception& e) {
+    std::cerr << "infdoctor: error: " << e.what() << '\n';
+  }
+  if (server) server->stop();
+  return code;
+}
+
 int run_demo(const DemoOptions& o) {
   if (o.list) {
     std::printf("%-28s %-36s %s\n", "fault", "expected diagnosis", "what is planted");
@@ -60,6 +120,7 @@ int run_demo(const DemoOptions& o) {
     std::cerr << "infdoctor: error: the demo cannot plant " << fault->name << " yet: " << fault->unavailable << '\n';
     return kExitCouldNotRun;
   }
+  if (fault->lab_delay_ms >= 0) return run_lab_demo(o, *fault);
   // Scenario, certificate and key live in a private temporary directory, removed at the end.
   char tmpl[] = "/tmp/infdoctor-demo-XXXXXX";
   if (!::mkdtemp(tmpl)) {
@@ -116,21 +177,12 @@ int run_demo(const DemoOptions& o) {
   const std::string base_url = std::string(fault->tls ? "https://" : "http://") + host + ":" + port + "/v1";
   std::cerr << "infdoctor: demo: fake provider at " << base_url << " with fault '" << fault->name << "': "
             << fault->description << "; expected: " << expect_text(*fault) << '\n';
-  RunOptions r;
-  r.endpoint.base_url = base_url;
-  r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";
+  RunOptions r = demo_run_options(o, *fault, base_url);
   r.endpoint.cacert = cacert;
   if (dns) {
     r.resolvers.push_back(dns->address());
     r.no_system_resolvers = true;
   }
-  r.model = "demo-model";
-  r.small_model = "demo-small";
-  r.quick = true;
-  r.checks = fault->checks;
-  r.bundle = o.bundle;
-  r.json_out = o.json_out;
-  for (const auto& [k, v] : fault->settings) r.sets.push_back(k + "=" + v);
   const int code = run_with(r, "infdoctor demo --fault " + fault->name);
   (*proc)->stop();
   return code;

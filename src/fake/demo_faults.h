@@ -18,6 +18,7 @@ struct DemoFault {
   std::string unavailable;          // why the demo cannot plant it here, when it cannot
   bool tls = false;                 // serve HTTPS (a self-signed certificate the client trusts)
   double dns_delay_ms = -1;         // >= 0: resolve the API host through a demo DNS server this slow
+  double lab_delay_ms = -1;         // >= 0: serve across the namespace lab, this one-way delay (root)
 };
 
 const std::vector<DemoFault>& demo_faults();

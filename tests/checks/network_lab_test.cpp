@@ -8,13 +8,13 @@
 #include "net/subprocess.h"
 #include "fake/dns_server.h"
 #include "support/fake_process.h"
-#include "support/lab.h"
+#include "fake/lab.h"
 
 namespace infdoctor {
 namespace {
 
 using namespace std::chrono_literals;
-using test::Lab;
+using fake::Lab;
 
 bool lab_available() {
   if (auto why = Lab::unavailable_reason()) {
@@ -27,7 +27,7 @@ bool lab_available() {
 std::unique_ptr<fake::Server> fake_in(const std::string& ns, const std::string& host, std::uint16_t port,
                                       const std::string& scenario_json = R"({"models": {"m": {}}})") {
   std::unique_ptr<fake::Server> server;
-  test::in_netns(ns, [&] {
+  fake::in_netns(ns, [&] {
     auto scenario = fake::parse_scenario(scenario_json, "lab");
     REQUIRE(scenario.ok());
     fake::ServerOptions o;
@@ -44,7 +44,7 @@ std::unique_ptr<fake::Server> fake_in(const std::string& ns, const std::string& 
 
 std::unique_ptr<fake::DnsResponder> dns_in(const std::string& ns, const std::string& ip, double delay_ms) {
   std::unique_ptr<fake::DnsResponder> r;
-  test::in_netns(ns, [&] {
+  fake::in_netns(ns, [&] {
     r = std::make_unique<fake::DnsResponder>(
         ip, 53,
         std::map<std::string, fake::DnsName>{

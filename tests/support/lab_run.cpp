@@ -15,7 +15,7 @@
 #include "fake/server.h"
 #include "net/subprocess.h"
 #include "fake/dns_server.h"
-#include "support/lab.h"
+#include "fake/lab.h"
 
 int main(int argc, char** argv) {
   using namespace infdoctor;
@@ -43,11 +43,11 @@ int main(int argc, char** argv) {
     std::cerr << "usage: lab_run [--delay-ms MS] [--loss RATIO] [--dns-delay-ms MS] -- COMMAND...\n";
     return 3;
   }
-  if (auto why = test::Lab::unavailable_reason()) {
+  if (auto why = fake::Lab::unavailable_reason()) {
     std::cerr << "lab_run: " << *why << "\n";
     return 3;
   }
-  test::Lab lab({delay_ms, loss});
+  fake::Lab lab({delay_ms, loss});
   if (!lab.ok()) {
     std::cerr << "lab_run: " << lab.error() << "\n";
     return 3;
@@ -55,10 +55,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<fake::Server> server;
   std::unique_ptr<fake::DnsResponder> dns;
   try {
-    test::in_netns(lab.server_ns(), [&] {
+    fake::in_netns(lab.server_ns(), [&] {
       auto scenario = fake::parse_scenario(R"({"models": {"m": {"overhead_ms": 100, "decode_ms_per_token": 10}}})", "lab");
       fake::ServerOptions o;
-      o.host = test::Lab::kServerIp;
+      o.host = fake::Lab::kServerIp;
       o.port = 8443;
       o.tls_cert = std::string(INFDOCTOR_TEST_CERTS) + "/server.pem";
       o.tls_key = std::string(INFDOCTOR_TEST_CERTS) + "/server.key";
@@ -66,11 +66,11 @@ int main(int argc, char** argv) {
       if (!s.ok()) throw std::runtime_error(s.error().message);
       server = std::move(s.value());
     });
-    test::in_netns(lab.router_ns(), [&] {
+    fake::in_netns(lab.router_ns(), [&] {
       dns = std::make_unique<fake::DnsResponder>(
-          test::Lab::kRouterIp, 53,
+          fake::Lab::kRouterIp, 53,
           std::map<std::string, fake::DnsName>{
-              {"api.lab.test", fake::DnsName{fake::DnsMode::Answer, {test::Lab::kServerIp}, {}, 60}}},
+              {"api.lab.test", fake::DnsName{fake::DnsMode::Answer, {fake::Lab::kServerIp}, {}, 60}}},
           dns_delay_ms);
     });
   } catch (const std::exception& e) {

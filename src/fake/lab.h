@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-namespace infdoctor::test {
+namespace infdoctor::fake {
 
 class Lab {
  public:
@@ -60,4 +60,4 @@ class Lab {
 // there (threads it starts inherit it). Throws when the namespace cannot be entered.
 void in_netns(const std::string& ns, const std::function<void()>& fn);
 
-}  // namespace infdoctor::test
+}  // namespace infdoctor::fake

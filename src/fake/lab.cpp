@@ -1,4 +1,4 @@
-#include "support/lab.h"
+#include "fake/lab.h"
 
 #include <fcntl.h>
 #include <linux/if.h>
@@ -19,7 +19,7 @@
 
 #include "net/subprocess.h"
 
-namespace infdoctor::test {
+namespace infdoctor::fake {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -204,4 +204,4 @@ void in_netns(const std::string& ns, const std::function<void()>& fn) {
   ::close(self);
 }
 
-}  // namespace infdoctor::test
+}  // namespace infdoctor::fake
