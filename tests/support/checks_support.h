@@ -38,7 +38,7 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
   for (const auto& e : checks::registry()) {
     if (e.id != id) continue;
     auto check = e.make(o);
-    REQUIRE_MESSAGE(o.errors().empty(), o.errors().front());
+    REQUIRE_MESSAGE(o.errors().empty(), (o.errors().empty() ? std::string() : o.errors().front()));
     return check->run(*ctx);
   }
   FAIL("no check " << id);
