@@ -39,8 +39,9 @@ core::Result<Expression> Expression::compile(const std::string& text) {
   } catch (const mu::Parser::exception_type& err) {
     std::string msg = err.GetMsg();
     const int pos = err.GetPos();
-    return core::make_error(core::ErrorCode::ConfigError, msg + (pos >= 0 ? " at position " + std::to_string(pos) : ""),
-                            std::to_string(pos));
+    // muParser's own message usually names the position already; say it once.
+    if (pos >= 0 && msg.find("position") == std::string::npos) msg += " at position " + std::to_string(pos);
+    return core::make_error(core::ErrorCode::ConfigError, msg, std::to_string(pos));
   }
   return e;
 }

@@ -42,6 +42,7 @@ TEST_CASE("expressions: dotted names, ternaries, and the position of an error") 
   auto bad = Expression::compile("dns.p50_ms > * 3");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("at position 13") != std::string::npos);
+  CHECK(bad.error().message.find("position", bad.error().message.find("position") + 1) == std::string::npos);
   auto div = Expression::compile("1 / dns.p50_ms");
   REQUIRE(div.ok());
   CHECK_FALSE(div->eval({{"dns.p50_ms", 0}}).has_value());  // not finite
