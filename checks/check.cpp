@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/log.h"
 #include "dns/resolver.h"
 
 namespace infdoctor::checks {

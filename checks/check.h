@@ -61,7 +61,6 @@ nlohmann::json to_json(const CheckResult& r);
 class Options {
  public:
   void set(const std::string& key, const std::string& value) { values_[key] = value; }
-  bool has(const std::string& key) const { return values_.count(key) > 0; }
   int get_int(const std::string& check, const std::string& name, int def, int lo, int hi) const;
   double get_double(const std::string& check, const std::string& name, double def, double lo, double hi) const;
   std::string get_string(const std::string& check, const std::string& name, const std::string& def) const;

@@ -22,8 +22,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* kFiles[] = {"summary.md", "results.json", "samples.jsonl", "repro.sh", "report.html"};
-
 bool is_archive(const std::string& path) {
   auto ends = [&](const std::string& s) { return path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0; };
   return ends(".tar.gz") || ends(".tgz");
@@ -129,19 +127,22 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
   };
   for (const auto& [name, content] : files)
     if (auto st = write_file(dir_ + "/" + name, content); !st.ok()) return st;
-  if (!fs::exists(samples_path()))
-    if (auto st = write_file(samples_path(), ""); !st.ok()) return st;
-  json manifest = {{"bundle_version", 1}, {"files", json::object()}};
-  std::vector<std::pair<std::string, std::string>> all;
-  for (const char* name : kFiles) {
-    auto content = read_file(dir_ + "/" + name);
+  // samples.jsonl was appended on disk as the run went; it is the one file read back.
+  std::string samples;
+  if (fs::exists(samples_path())) {
+    auto content = read_file(samples_path());
     if (!content.ok()) return content.error();
-    manifest["files"][name] = {{"sha256", sha256_hex(content.value())}, {"bytes", content->size()}};
-    all.emplace_back(name, std::move(content.value()));
+    samples = std::move(content.value());
+  } else if (auto st = write_file(samples_path(), ""); !st.ok()) {
+    return st;
   }
+  files.emplace_back("samples.jsonl", std::move(samples));
+  json manifest = {{"bundle_version", 1}, {"files", json::object()}};
+  for (const auto& [name, content] : files)
+    manifest["files"][name] = {{"sha256", sha256_hex(content)}, {"bytes", content.size()}};
   const std::string manifest_text = manifest.dump(2) + "\n";
   if (auto st = write_file(dir_ + "/manifest.json", manifest_text); !st.ok()) return st;
-  all.emplace_back("manifest.json", manifest_text);
+  files.emplace_back("manifest.json", manifest_text);
   finished_ = true;
   if (!archive_) return {};
 
@@ -156,7 +157,7 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
     return core::make_error(core::ErrorCode::Io, "cannot write " + path_);
   }
   const std::string top = fs::path(path_).filename().string().substr(0, fs::path(path_).filename().string().find('.'));
-  for (const auto& [name, content] : all) {
+  for (const auto& [name, content] : files) {
     archive_entry* e = archive_entry_new();
     archive_entry_set_pathname(e, (top + "/" + name).c_str());
     archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
