@@ -49,6 +49,9 @@ void SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
     if (p[j] == '\r') skip_lf_ = true;
     if (line_overflow_) {
       line_overflow_ = false;  // the overflowing line ends here; it is not a blank line
+    } else if (line_.size() + (j - i) > max_) {
+      discarding_ = true;  // the same line split across reads would have overflowed above
+      line_.clear();
     } else if (line_.empty()) {
       process_line(std::string_view(p + i, j - i), out);
     } else {

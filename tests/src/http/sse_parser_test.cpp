@@ -157,6 +157,19 @@ TEST_CASE("memory stays bounded: an oversized line or event is dropped and count
     REQUIRE(out.size() == 1);
     CHECK(out[0].data == "next");
   }
+  SUBCASE("an overlong line read whole is dropped as it is when read in pieces") {
+    const std::string stream = "id: " + big + "\ndata: lost\n\ndata: ok\n\n";
+    std::vector<SseEvent> pieces;
+    SseParser q(1024);
+    for (std::size_t i = 0; i < stream.size(); i += 7) q.feed(std::string_view(stream).substr(i, 7), pieces);
+    p.feed(stream, out);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].data == "ok");
+    CHECK(p.oversized_count() == 1);
+    REQUIRE(pieces.size() == 1);
+    CHECK(pieces[0].data == "ok");
+    CHECK(q.oversized_count() == 1);
+  }
 }
 
 TEST_CASE("garbage without line structure yields no events and no growth past the cap") {
