@@ -50,9 +50,10 @@ class BaselineCheck final : public Check {
         max_tokens_(o.get_int(kInfo.id, "max_tokens", 64, 2, 100000)),
         prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
-  Cost cost() const override {
-    const int n = 2 * samples_;  // at most: the small model may not be given
-    return {n, static_cast<long long>(n) * prompt_tokens_, static_cast<long long>(n) * max_tokens_};
+  std::vector<Step> plan() const override {
+    // Alternating small and target model when --small-model is given.
+    return {{"short prompt, one at a time", samples_, "target", prompt_tokens_, max_tokens_},
+            {"the same to the small model (with --small-model)", samples_, "small", prompt_tokens_, max_tokens_}};
   }
 
   CheckResult run(CheckContext& ctx) override {
@@ -122,7 +123,9 @@ class BaselineCheck final : public Check {
       out.details["small_model"] = "not given (--small-model): no ratios";
     }
     if (out.status == CheckStatus::Ok && target.ttft.empty())
-      return out.fail(core::make_error(core::ErrorCode::StreamError, "no request to the target model succeeded"));
+      return out.fail(core::make_error(core::ErrorCode::StreamError,
+                                       "no request to the target model succeeded" +
+                                           (loop.last_failure().empty() ? "" : "; the last: " + loop.last_failure())));
     return out;
   }
 

@@ -1,13 +1,13 @@
 #include "checks/check.h"
 
-#include <algorithm>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <thread>
 #include <cstdlib>
 #include <sstream>
 
+#include "core/interrupt.h"
 #include "dns/resolver.h"
 
 namespace infdoctor::checks {
@@ -192,6 +192,12 @@ void CheckContext::set_addresses(std::vector<std::string> a) {
 core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {
   using core::ErrorCode;
   const int n = static_cast<int>(reqs.size());
+  if (core::interrupted())
+    return core::make_error(ErrorCode::Interrupted, std::string("the run was interrupted (") + core::interrupt_name() + ")");
+  if (failure_run_ >= kRunFailureLimit)
+    return core::make_error(core::code_from_token(last_failure_token_),
+                            "the last " + std::to_string(failure_run_) +
+                                " model requests of the run all failed; no more are sent (the last: " + last_failure_ + ")");
   if (n > requests_left())
     return core::make_error(ErrorCode::BudgetExhausted, "the request budget is spent",
                             std::to_string(spent_) + " of " + std::to_string(max_requests_) +
@@ -199,8 +205,11 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
   if (core::SteadyClock::now() < not_before_) {
     progress("waiting out the provider's Retry-After");
     retry_wait_ms_ += core::to_ms(core::elapsed_us(core::SteadyClock::now(), not_before_));
-    if (!idle_until(not_before_))
+    if (!idle_until(not_before_)) {
+      if (core::interrupted())
+        return core::make_error(ErrorCode::Interrupted, std::string("the run was interrupted (") + core::interrupt_name() + ")");
       return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
+    }
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - core::SteadyClock::now());
   if (left <= std::chrono::milliseconds(0))
@@ -217,20 +226,42 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
       line["check"] = current_check_;
       sample_sink_(line);
     }
-    if (s.http_status != 429 && s.http_status != 503) continue;
+    if (!s.ok) {
+      ++failures_[s.error.empty() ? "unknown" : s.error];
+      ++failure_run_;
+      last_failure_token_ = s.error;
+      last_failure_ = s.failed_phase + ": " + s.error_message;
+    } else {
+      failure_run_ = 0;
+    }
+    if (s.http_status >= 500) ++server_errors_;
+    if (s.http_status != 429 && s.http_status != 503) {
+      if (s.ok) backoff_ = {};
+      continue;
+    }
     if (s.http_status == 429) ++rate_limited_;
-    auto it = s.headers.find("retry-after");
-    if (it == s.headers.end()) continue;
-    if (auto wait = http::parse_retry_after(it->second, now_wall))
-      not_before_ = std::max(not_before_, core::SteadyClock::now() + *wait);
+    // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
+    // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.
+    std::optional<std::chrono::milliseconds> wait;
+    if (auto it = s.headers.find("retry-after"); it != s.headers.end())
+      wait = http::parse_retry_after(it->second, now_wall);
+    if (!wait) {
+      backoff_ = std::min(std::chrono::milliseconds(8000),
+                          backoff_.count() == 0 ? std::chrono::milliseconds(500) : backoff_ * 2);
+      wait = backoff_;
+    }
+    not_before_ = std::max(not_before_, core::SteadyClock::now() + *wait);
   }
   return out;
 }
 
 bool CheckContext::idle_until(core::SteadyTime t) const {
-  const auto until = std::min(t, deadline_);
-  std::this_thread::sleep_until(until);
-  return t <= deadline_;
+  core::sleep_until(std::min(t, deadline_));
+  return !core::interrupted() && t <= deadline_;
+}
+
+core::SteadyTime CheckContext::deadline() const {
+  return core::interrupted() ? std::min(deadline_, core::SteadyClock::now()) : deadline_;
 }
 
 namespace {
@@ -239,6 +270,22 @@ double setup_ms(const api::RequestSample& s) {
   return s.dns_ms.value_or(0) + s.connect_ms.value_or(0) + s.tls_ms.value_or(0);
 }
 }  // namespace
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+Cost cost_of(const std::vector<Step>& steps) {
+  Cost c;
+  for (const auto& s : steps) {
+    c.requests += s.requests;
+    c.prompt_tokens += s.requests * s.prompt_tokens;
+    c.output_tokens += s.requests * s.max_tokens;
+  }
+  return c;
+}
 
 std::optional<double> server_ttft_ms(const api::RequestSample& s) {
   if (!s.ok || !s.ttft_ms) return std::nullopt;
@@ -258,11 +305,6 @@ nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& la
 
 std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req, const nlohmann::json& label) {
   if (stopped_) return std::nullopt;
-  if (streak_.stop()) {
-    out_.fail(core::make_error(core::ErrorCode::StreamError, streak_.reason()));
-    stopped_ = true;
-    return std::nullopt;
-  }
   auto r = ctx_.chat({req});
   if (!r.ok()) {
     out_.fail(r.error());
@@ -273,6 +315,10 @@ std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req,
   streak_.record(s);
   out_.samples.push_back(sample_json(s, label));
   if (!s.ok) ++failures_;
+  if (streak_.stop()) {  // the check ends here instead of hammering a failing endpoint
+    out_.fail(streak_.error());
+    stopped_ = true;
+  }
   return s;
 }
 
@@ -283,10 +329,12 @@ void FailureStreak::record(const api::RequestSample& s) {
   }
   ++run_;
   last_ = s.failed_phase + ": " + s.error_message;
+  last_token_ = s.error;
 }
 
-std::string FailureStreak::reason() const {
-  return "stopped after " + std::to_string(run_) + " failed requests in a row; the last: " + last_;
+core::Error FailureStreak::error() const {
+  return core::make_error(core::code_from_token(last_token_),
+                          "stopped after " + std::to_string(run_) + " failed requests in a row; the last: " + last_);
 }
 
 void CheckContext::progress(const std::string& step) const {

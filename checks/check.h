@@ -85,12 +85,27 @@ struct Models {
   std::string small;
 };
 
-// What a check will spend on a paid API, stated before it runs.
+// One step of what a check will do, stated before it runs (`--dry-run` prints them): `requests`
+// model requests alike, or, for a network step, what it sends in `what`.
+struct Step {
+  std::string what;           // "idle 30 s, then one request", "5 TCP connects to each address"
+  int requests = 0;           // model requests
+  std::string model = "target";  // target or small
+  long long prompt_tokens = 0;   // per request (about: synthetic prompts)
+  long long max_tokens = 0;      // per request
+  long long body_kb = 0;         // a padded request body, when the step pads one
+  bool stream = true;
+};
+
+// What a check will spend on a paid API at most.
 struct Cost {
   int requests = 0;
   long long prompt_tokens = 0;
   long long output_tokens = 0;
 };
+Cost cost_of(const std::vector<Step>& steps);
+// A number as plans and messages print it: 30, 0.5, 1e+06.
+std::string format_number(double v);
 
 struct Target {
   std::string base_url;
@@ -108,7 +123,8 @@ class CheckContext {
   const Target& target() const { return target_; }
   const api::Endpoint& endpoint() const { return endpoint_; }
   http::Client& http() { return http_; }
-  core::SteadyTime deadline() const { return deadline_; }
+  // The check's deadline; "now" once the run is interrupted, so every loop bounded by it ends.
+  core::SteadyTime deadline() const;
   void set_deadline(core::SteadyTime t) { deadline_ = t; }
   // Addresses of the API host: the dns check's answers, or the literal IP of the URL.
   const std::vector<std::string>& addresses() const { return addresses_; }
@@ -127,12 +143,19 @@ class CheckContext {
   void set_sample_sink(std::function<void(const nlohmann::json&)> sink) { sample_sink_ = std::move(sink); }
   void set_current_check(std::string id) { current_check_ = std::move(id); }
   double retry_wait_ms() const { return retry_wait_ms_; }
+  // Failed model requests of the whole run, by error token ("timeout", "http_status", ...), and
+  // server errors (HTTP 5xx) among them.
+  const std::map<std::string, int>& failures_by_token() const { return failures_; }
+  int server_error_count() const { return server_errors_; }
 
   // Sends the chat requests in parallel (one at a time when given one), never past the request
   // budget or the deadline, after waiting out any Retry-After the provider asked for. A budget
-  // or deadline that cannot take the whole batch sends nothing and says which.
+  // or deadline that cannot take the whole batch sends nothing and says which. Once the last
+  // kRunFailureLimit requests of the run all failed, nothing more is sent.
+  static constexpr int kRunFailureLimit = 8;
   core::Result<std::vector<api::RequestSample>> chat(const std::vector<api::ChatRequest>& reqs);
-  // Waits, sending nothing, until `t`; false (early) when the deadline comes first.
+  // Waits, sending nothing, until `t`; false (early) when the deadline comes first or the run is
+  // interrupted.
   bool idle_until(core::SteadyTime t) const;
 
  private:
@@ -149,6 +172,11 @@ class CheckContext {
   std::function<void(const nlohmann::json&)> sample_sink_;
   std::string current_check_;
   core::SteadyTime not_before_{};
+  std::chrono::milliseconds backoff_{0};
+  std::map<std::string, int> failures_;
+  int server_errors_ = 0;
+  int failure_run_ = 0;  // failed model requests in a row, across checks
+  std::string last_failure_token_, last_failure_;
 };
 
 // Time to first token without the request's own connection setup (DNS, connect and TLS of a
@@ -166,12 +194,16 @@ class FailureStreak {
   explicit FailureStreak(int limit = 3) : limit_(limit) {}
   void record(const api::RequestSample& s);
   bool stop() const { return run_ >= limit_; }
-  std::string reason() const;
+  // The streak as the check's error: the last failure's own token, and what kept failing.
+  core::Error error() const;
+  // The last failure, "phase: message" (empty before any).
+  const std::string& last() const { return last_; }
 
  private:
   int limit_;
   int run_ = 0;
   std::string last_;
+  std::string last_token_;
 };
 
 class Check {
@@ -179,8 +211,10 @@ class Check {
   virtual ~Check() = default;
   virtual const CheckInfo& info() const = 0;
   virtual CheckResult run(CheckContext& ctx) = 0;
-  // Requests and tokens the check will spend on the model API at most.
-  virtual Cost cost() const { return {}; }
+  // Every step the check will take at most, in order: model requests with their tokens, and the
+  // network probes. Nothing is sent to make this list.
+  virtual std::vector<Step> plan() const = 0;
+  Cost cost() const { return cost_of(plan()); }
 };
 
 // One model request at a time for a check: every sample lands in the result, failures are
@@ -192,6 +226,8 @@ class RequestLoop {
   std::optional<api::RequestSample> send(const api::ChatRequest& req, const nlohmann::json& label);
   bool stopped() const { return stopped_; }
   int failures() const { return failures_; }
+  // The last failed request, "phase: message"; empty when none failed.
+  const std::string& last_failure() const { return streak_.last(); }
 
  private:
   CheckContext& ctx_;

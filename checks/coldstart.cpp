@@ -41,9 +41,12 @@ class ColdstartCheck final : public Check {
         baseline_samples_(o.get_int(kInfo.id, "baseline_samples", 3, 1, 100)),
         prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
-  Cost cost() const override {
-    const int n = 1 + baseline_samples_ + static_cast<int>(std::count_if(gaps_.begin(), gaps_.end(), [](double g) { return g > 0; }));
-    return {n, static_cast<long long>(n) * prompt_tokens_, n};
+  std::vector<Step> plan() const override {
+    std::vector<Step> steps = {{"the run's first model request", 1, "target", prompt_tokens_, 1},
+                               {"back to back, the warm baseline", baseline_samples_, "target", prompt_tokens_, 1}};
+    for (const double g : gaps_)
+      if (g > 0) steps.push_back({"idle " + format_number(g) + " s, then one request", 1, "target", prompt_tokens_, 1});
+    return steps;
   }
 
   CheckResult run(CheckContext& ctx) override {

@@ -49,17 +49,19 @@ struct Level {
 class ConcurrencyCheck final : public Check {
  public:
   explicit ConcurrencyCheck(const Options& o)
-      : levels_(o.get_number_list(kInfo.id, "levels", "1,2,4,8,16", 1, 4096)),
+      // The hard cap on parallel streams (--max-concurrency): a level above it is a config error.
+      : levels_(o.get_number_list(kInfo.id, "levels", "1,2,4,8,16", 1, o.get_int(kInfo.id, "max_streams", 64, 1, 4096))),
         max_tokens_(o.get_int(kInfo.id, "max_tokens", 32, 1, 100000)),
         prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)),
         rounds_(o.get_int(kInfo.id, "rounds", 1, 1, 100)) {}
   const CheckInfo& info() const override { return kInfo; }
-  Cost cost() const override {
-    Cost c;
-    for (double l : levels_) c.requests += static_cast<int>(l) * rounds_;
-    c.prompt_tokens = static_cast<long long>(c.requests) * prompt_tokens_;
-    c.output_tokens = static_cast<long long>(c.requests) * max_tokens_;
-    return c;
+  std::vector<Step> plan() const override {
+    std::vector<Step> steps;
+    for (double l : levels_)
+      steps.push_back({std::to_string(static_cast<int>(l)) + " streams at once" +
+                           (rounds_ > 1 ? ", " + std::to_string(rounds_) + " rounds" : ""),
+                       static_cast<int>(l) * rounds_, "target", prompt_tokens_, max_tokens_});
+    return steps;
   }
 
   CheckResult run(CheckContext& ctx) override {

@@ -43,6 +43,13 @@ class DnsCheck final : public Check {
     for (const auto& r : o.get_list(kInfo.id, "resolvers")) resolvers_.push_back(r);
   }
   const CheckInfo& info() const override { return kInfo; }
+  std::vector<Step> plan() const override {
+    return {{std::to_string(samples_) + " lookups (A and AAAA) of the API host at each resolver" +
+                 (use_system_ ? " of /etc/resolv.conf" : "") +
+                 (resolvers_.empty() ? "" : " and at " + std::to_string(resolvers_.size()) + " given with --resolver") +
+                 "; up to " + std::to_string(tries_) + " tries of " + std::to_string(timeout_ms_) + " ms",
+             0}};
+  }
 
   CheckResult run(CheckContext& ctx) override {
     CheckResult out = CheckResult::start(kInfo.id);

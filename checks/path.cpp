@@ -44,6 +44,15 @@ class PathCheck final : public Check {
         probes_per_hop_(o.get_int(kInfo.id, "probes_per_hop", 3, 1, 10)),
         max_addresses_(o.get_int(kInfo.id, "max_addresses", 4, 1, 64)) {}
   const CheckInfo& info() const override { return kInfo; }
+  std::vector<Step> plan() const override {
+    std::string what = std::to_string(samples_) + " TCP connects (SYN, then close)";
+    if (icmp_) what += " and " + std::to_string(samples_) + " ICMP echoes";
+    what += " to each of up to " + std::to_string(max_addresses_) + " addresses";
+    if (trace_ != "off")
+      what += "; " + trace_ + " hop probes, " + std::to_string(probes_per_hop_) + " per hop up to " +
+              std::to_string(max_hops_) + " hops";
+    return {{what, 0}};
+  }
 
   CheckResult run(CheckContext& ctx) override {
     CheckResult out = CheckResult::start(kInfo.id);

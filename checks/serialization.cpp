@@ -39,10 +39,19 @@ class SerializationCheck final : public Check {
         max_tokens_(o.get_int(kInfo.id, "max_tokens", 32, 2, 100000)),
         prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
-  Cost cost() const override {
-    const int n = static_cast<int>(sizes_kb_.size()) * repeats_ + 2 * repeats_;
-    return {n, static_cast<long long>(n) * prompt_tokens_,
-            static_cast<long long>(sizes_kb_.size()) * repeats_ + 2LL * repeats_ * max_tokens_};
+  std::vector<Step> plan() const override {
+    std::vector<Step> steps;
+    for (double kb : sizes_kb_) {
+      Step s{"request body padded to " + std::to_string(static_cast<long long>(kb)) + " KB", repeats_, "target",
+             prompt_tokens_, 1};
+      s.body_kb = static_cast<long long>(kb);
+      steps.push_back(s);
+    }
+    steps.push_back({"streamed response", repeats_, "target", prompt_tokens_, max_tokens_});
+    Step whole{"the same, not streamed", repeats_, "target", prompt_tokens_, max_tokens_};
+    whole.stream = false;
+    steps.push_back(whole);
+    return steps;
   }
 
   CheckResult run(CheckContext& ctx) override {

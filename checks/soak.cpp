@@ -37,9 +37,11 @@ class SoakCheck final : public Check {
         max_tokens_(o.get_int(kInfo.id, "max_tokens", 16, 2, 100000)),
         prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
-  Cost cost() const override {
+  std::vector<Step> plan() const override {
+    if (minutes_ <= 0) return {};
     const int n = static_cast<int>(std::ceil(minutes_ * 60000.0 / interval_ms_));
-    return {n, static_cast<long long>(n) * prompt_tokens_, static_cast<long long>(n) * max_tokens_};
+    return {{"one request every " + std::to_string(interval_ms_) + " ms for " + format_number(minutes_) + " min",
+             n, "target", prompt_tokens_, max_tokens_}};
   }
 
   CheckResult run(CheckContext& ctx) override {

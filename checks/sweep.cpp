@@ -47,19 +47,15 @@ class SweepCheck final : public Check {
         repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
         decode_prompt_(o.get_int(kInfo.id, "decode_prompt_tokens", 32, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
-  Cost cost() const override {
-    Cost c;
-    for (double p : prompts_) {
-      c.requests += repeats_;
-      c.prompt_tokens += static_cast<long long>(p) * repeats_;
-      c.output_tokens += repeats_;
-    }
-    for (double m : max_tokens_) {
-      c.requests += repeats_;
-      c.prompt_tokens += static_cast<long long>(decode_prompt_) * repeats_;
-      c.output_tokens += static_cast<long long>(m) * repeats_;
-    }
-    return c;
+  std::vector<Step> plan() const override {
+    std::vector<Step> steps;
+    for (double p : prompts_)
+      steps.push_back({"prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens", repeats_, "target",
+                       static_cast<long long>(p), 1});
+    for (double m : max_tokens_)
+      steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)), repeats_, "target",
+                       decode_prompt_, static_cast<long long>(m)});
+    return steps;
   }
 
   CheckResult run(CheckContext& ctx) override {

@@ -41,6 +41,11 @@ class TransportCheck final : public Check {
         max_addresses_(o.get_int(kInfo.id, "max_addresses", 4, 1, 64)),
         path_(o.get_string(kInfo.id, "path", "/models")) {}
   const CheckInfo& info() const override { return kInfo; }
+  std::vector<Step> plan() const override {
+    return {{std::to_string(samples_) + " GET " + path_ + " on fresh connections and " + std::to_string(samples_ + 1) +
+                 " on one kept alive, to each of up to " + std::to_string(max_addresses_) + " addresses",
+             0}};
+  }
 
   CheckResult run(CheckContext& ctx) override {
     CheckResult out = CheckResult::start(kInfo.id);

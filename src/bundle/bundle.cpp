@@ -87,7 +87,7 @@ core::Result<std::unique_ptr<SampleLog>> SampleLog::open(const std::string& path
 SampleLog::~SampleLog() { std::fclose(f_); }
 
 void SampleLog::append(const nlohmann::json& sample) {
-  const std::string line = sample.dump() + "\n";
+  const std::string line = core::scrub(sample.dump()) + "\n";
   std::fwrite(line.data(), 1, line.size(), f_);
   std::fflush(f_);  // a run cut short keeps every line written so far
 }
@@ -119,11 +119,12 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
                        {"command_line", ctx.command_line},
                        {"partial", ctx.partial},
                        {"rules_files", rules_files}};
+  // Whatever a server echoed back (the key inside an error message) is scrubbed before it is saved.
   std::vector<std::pair<std::string, std::string>> files = {
-      {"results.json", results.dump(2) + "\n"},
-      {"summary.md", render_summary(result, ctx)},
-      {"repro.sh", render_repro(ctx)},
-      {"report.html", render_html(result)},
+      {"results.json", core::scrub(results.dump(2) + "\n")},
+      {"summary.md", core::scrub(render_summary(result, ctx))},
+      {"repro.sh", core::scrub(render_repro(ctx))},
+      {"report.html", core::scrub(render_html(result))},
   };
   for (const auto& [name, content] : files)
     if (auto st = write_file(dir_ + "/" + name, content); !st.ok()) return st;

@@ -202,7 +202,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
   int i = 0;
   for (const auto& f : r.diagnosis) {
-    o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << (f.cause.empty() ? "limit" : f.cause)
+    o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_label(f)
       << "): " << fmt("%.0f", f.impact_ms) << " ms, " << fmt("%.0f", f.share * 100) << " % of the observed latency, confidence "
       << fmt("%.2f", f.confidence) << ".  \n   " << f.explanation << "\n";
   }
@@ -270,7 +270,7 @@ std::string render_html(const run::RunResult& r) {
   o << "<ol id=\"diagnosis\">";
   for (const auto& f : r.diagnosis)
     o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> (" << rules::severity_name(f.severity)
-      << ", " << html_escape(f.cause.empty() ? "limit" : f.cause) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
+      << ", " << html_escape(rules::cause_label(f)) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
       << fmt("%.0f", f.share * 100) << " %, confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation) << "</li>";
   o << "</ol>\n<h2>Plots</h2>\n";
 

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/redact.h"
+
 namespace infdoctor::cli {
 
 void add_endpoint_flags(CLI::App& cmd, EndpointFlags& f) {
@@ -53,6 +55,7 @@ core::Result<api::Endpoint> make_endpoint(const EndpointFlags& f) {
   } else if (const char* key = std::getenv(f.api_key_env.c_str())) {
     ep.api_key = key;
   }
+  core::register_secret(ep.api_key);  // from here on, every saved or printed text is scrubbed of it
   return ep;
 }
 

@@ -110,9 +110,10 @@ void print_human(const api::RequestSample& s, const std::string& url) {
                 *s.output_tokens_per_s, fmt_ms(s.tpot_ms).c_str());
   for (const auto& [k, v] : s.headers) {
     if (k == "content-type" || k == "server" || k == "x-request-id" || k == "request-id") continue;
-    std::printf("header       %s: %s\n", k.c_str(), v.c_str());
+    std::printf("header       %s\n", core::scrub(core::redact_header_line(k + ": " + v)).c_str());
   }
-  if (!s.server_timings.is_null()) std::printf("server body  timings %s\n", s.server_timings.dump().c_str());
+  if (!s.server_timings.is_null())
+    std::printf("server body  timings %s\n", core::scrub(s.server_timings.dump()).c_str());
   std::printf("overhead     infdoctor parsed the stream in %.2f ms\n", s.client_parse_ms);
 }
 
@@ -131,14 +132,14 @@ int run_probe(const ProbeOptions& o) {
   const api::RequestSample s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
   const std::string url = core::redact_url(ep->url("/chat/completions"));
   if (o.json) {
-    std::cout << probe_json(s).dump(2) << '\n';
+    std::cout << core::scrub(probe_json(s).dump(2)) << '\n';
   } else if (s.ok) {
     print_human(s, url);
   }
   if (!s.ok) {
     std::string line = s.failed_phase + ": " + s.error_message;
     if (!s.request_id.empty()) line += " (request id " + s.request_id + ")";
-    std::cerr << "infdoctor: error: " << line << '\n';
+    std::cerr << "infdoctor: error: " << core::scrub(line) << '\n';
     return kExitCouldNotRun;
   }
   return kExitOk;

@@ -1,5 +1,6 @@
 // infdoctor run: the checklist against one endpoint; the report on stdout, or results.json.
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -7,6 +8,7 @@
 
 #include "bundle/bundle.h"
 #include "checks/registry.h"
+#include "core/interrupt.h"
 #include "core/redact.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -18,8 +20,6 @@
 namespace infdoctor::cli {
 namespace {
 
-
-
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -29,8 +29,8 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 int fail_config(const std::string& message, const std::string& detail = {}) {
-  std::cerr << "infdoctor: error: " << message << '\n';
-  std::stringstream ss(detail);
+  std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
+  std::stringstream ss(core::scrub(detail));
   for (std::string line; std::getline(ss, line);) std::cerr << "  " << line << '\n';
   return kExitCouldNotRun;
 }
@@ -91,6 +91,52 @@ void print_plan(const run::RunPlan& plan, int max_requests) {
     std::cerr << "infdoctor: warning: the plan needs more requests than the budget; checks stop when it is spent\n";
 }
 
+// --dry-run: every step of every chosen check, with the model requests and their token cost.
+// Builds the checks from the options only: nothing is resolved, connected or sent.
+int print_dry_run(const run::RunPlan& plan, const RunOptions& o, const std::string& base_url) {
+  const std::string url = core::redact_url(base_url);
+  std::printf("infdoctor run --dry-run: nothing is sent. The plan against %s\n", url.c_str());
+  std::printf("(model requests are POST %s/chat/completions, streamed unless the step says not)\n\n", url.c_str());
+  auto row = [](const std::string& check, const std::string& n, const std::string& model, const std::string& prompt,
+                const std::string& max_tokens, const std::string& what) {
+    std::printf("  %-13s %8s  %-22s %12s %11s  %s\n", check.c_str(), n.c_str(), model.c_str(), prompt.c_str(),
+                max_tokens.c_str(), what.c_str());
+  };
+  row("check", "requests", "model", "prompt tok", "max_tokens", "step");
+  checks::Cost sum;
+  for (const auto& e : checks::registry()) {
+    if (std::find(plan.check_ids.begin(), plan.check_ids.end(), e.id) == plan.check_ids.end()) continue;
+    const auto steps = e.make(plan.options)->plan();
+    if (steps.empty()) row(e.id, "-", "-", "-", "-", "off");
+    for (const auto& st : steps) {
+      if (st.requests == 0) {
+        row(e.id, "-", "-", "-", "-", st.what);
+        continue;
+      }
+      if (o.model.empty()) {
+        row(e.id, "-", "-", "-", "-", "skipped: no --model");
+        break;
+      }
+      const bool small = st.model == "small";
+      if (small && (o.small_model.empty() || o.small_model == o.model)) continue;  // no --small-model
+      const checks::Cost c = checks::cost_of({st});
+      sum.requests += c.requests;
+      sum.prompt_tokens += c.prompt_tokens;
+      sum.output_tokens += c.output_tokens;
+      std::string what = st.what;
+      if (!st.stream) what += " (stream: false)";
+      row(e.id, std::to_string(st.requests), small ? o.small_model : o.model, std::to_string(st.prompt_tokens),
+          std::to_string(st.max_tokens), what);
+    }
+  }
+  std::printf("\ntotal: at most %d model requests, about %lld prompt and %lld output tokens (synthetic prompts: "
+              "about one token per word)\n",
+              sum.requests, sum.prompt_tokens, sum.output_tokens);
+  std::printf("budget: %d (--max-requests)%s\n", o.max_requests,
+              sum.requests > o.max_requests ? "; the run would stop checks once it is spent" : "");
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_with(const RunOptions& o, const std::string& command_line) {
@@ -110,6 +156,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   if (!o.max_tokens.empty()) plan.options.set("sweep.max_tokens", o.max_tokens);
   if (!o.idle_gaps.empty()) plan.options.set("coldstart.idle_gaps", o.idle_gaps);
   if (!o.concurrency.empty()) plan.options.set("concurrency.levels", o.concurrency);
+  if (o.max_concurrency > 0) plan.options.set("concurrency.max_streams", std::to_string(o.max_concurrency));
   if (o.soak_minutes > 0) plan.options.set("soak.minutes", std::to_string(o.soak_minutes));
   plan.check_timeout = std::chrono::seconds(static_cast<long long>(o.check_timeout_s));
   if (!o.resolvers.empty()) {
@@ -125,6 +172,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (auto st = run::validate(plan); !st.ok()) return fail_config(st.error().message, st.error().detail);
+  if (o.dry_run) return print_dry_run(plan, o, ep->base_url);
   std::vector<std::string> rule_warnings;
   auto rule_set = run::load_rules(o.rules_dir, rule_warnings);
   for (const auto& w : rule_warnings) std::cerr << "infdoctor: warning: " << w << '\n';
@@ -143,6 +191,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
     sample_log = std::move(log.value());
   }
   print_plan(plan, o.max_requests);
+  core::install_interrupt_handlers();
   checks::CheckContext ctx(target.value(), ep.value());
   ctx.set_models({o.model, o.small_model});
   ctx.set_max_requests(o.max_requests);
@@ -155,13 +204,14 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   run::rank(result.diagnosis);
   for (const auto& m : unmeasured) std::cerr << "infdoctor: warning: --slo names " << m << ", which was not measured\n";
   const nlohmann::json j = run::to_json(result);
+  // What the provider said (error messages, headers) may echo the key: scrubbed on the way out.
   if (o.json_out == "-") {
-    std::cout << j.dump(2) << '\n';
+    std::cout << core::scrub(j.dump(2)) << '\n';
   } else {
-    std::cout << report::render_text(result);
+    std::cout << core::scrub(report::render_text(result));
     if (!o.json_out.empty()) {
       std::ofstream f(o.json_out, std::ios::binary | std::ios::trunc);
-      f << j.dump(2) << '\n';
+      f << core::scrub(j.dump(2)) << '\n';
       if (!f) std::cerr << "infdoctor: error: cannot write " << o.json_out << '\n';
     }
   }
@@ -174,6 +224,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
     for (const auto& m : {o.model, o.small_model})
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rule_set->files;
+    bc.partial = !result.interrupted_by.empty();
     sample_log.reset();
     if (auto st = bundle_writer->finish(result, bc); !st.ok())
       std::cerr << "infdoctor: error: " << st.error().message << '\n';
@@ -182,10 +233,13 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   }
   if (!o.prom_out.empty()) {
     std::ofstream f(o.prom_out, std::ios::binary | std::ios::trunc);
-    f << report::render_prometheus(result, code);
+    f << core::scrub(report::render_prometheus(result, code));
     if (!f) std::cerr << "infdoctor: error: cannot write " << o.prom_out << '\n';
   }
-  if (code == kExitCouldNotRun) std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";
+  if (!result.interrupted_by.empty())
+    std::cerr << "infdoctor: error: interrupted (" << result.interrupted_by << "): the report and bundle are partial\n";
+  else if (code == kExitCouldNotRun)
+    std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";
   return code;
 }
 
@@ -208,6 +262,9 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--max-requests", opts->max_requests, "most model requests the run may send")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  cmd->add_option("--max-concurrency", opts->max_concurrency,
+                  "most requests in flight at once (default 64); a --concurrency level above it is refused")
+      ->check(CLI::Range(1, 4096));
   cmd->add_flag("--quick", opts->quick, "fewer samples and sizes: about a minute against a healthy endpoint");
   cmd->add_flag("--full", opts->full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
   cmd->add_option("--prompt-tokens", opts->prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
@@ -233,6 +290,8 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--check-timeout", opts->check_timeout_s, "deadline for one check, in seconds")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  cmd->add_flag("--dry-run", opts->dry_run,
+                "print every step the run would take, its model requests and their token cost; send nothing");
   cmd->add_option("--bundle", opts->bundle,
                   "write the evidence bundle to PATH: a directory, or a .tar.gz when PATH ends so");
   cmd->callback([opts, &chosen, cmd] {

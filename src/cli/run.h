@@ -12,6 +12,7 @@ struct RunOptions {
   std::string model;
   std::string small_model;
   int max_requests = 500;
+  int max_concurrency = 0;  // 0: the concurrency check's own cap (64)
   bool quick = false;
   bool full = false;
   std::string prompt_tokens, max_tokens, idle_gaps, concurrency;
@@ -27,6 +28,7 @@ struct RunOptions {
   std::string prom_out;
   std::string bundle;
   double check_timeout_s = 120;
+  bool dry_run = false;
 };
 
 // Runs the checklist as `infdoctor run` does and returns its exit code. `command_line` is what

@@ -17,6 +17,7 @@ enum class ErrorCode {
   Timeout,
   HttpStatus,
   ConnectionClosed,
+  ConnectionReset,
   MalformedStream,
   StreamError,
   ResponseTooLarge,
@@ -32,6 +33,7 @@ enum class ErrorCode {
   ConfigError,
   BudgetExhausted,
   DeadlineExceeded,
+  Interrupted,
   Io,
   Internal,
 };
@@ -51,6 +53,7 @@ inline constexpr std::array kErrorTable{
     ErrorInfo{ErrorCode::Timeout, "timeout", "timed out"},
     ErrorInfo{ErrorCode::HttpStatus, "http_status", "server answered with an error status"},
     ErrorInfo{ErrorCode::ConnectionClosed, "connection_closed", "connection closed early"},
+    ErrorInfo{ErrorCode::ConnectionReset, "connection_reset", "connection reset by the peer"},
     ErrorInfo{ErrorCode::MalformedStream, "malformed_stream", "malformed response stream"},
     ErrorInfo{ErrorCode::StreamError, "stream_error", "error event in the response stream"},
     ErrorInfo{ErrorCode::ResponseTooLarge, "response_too_large", "response exceeded a size cap"},
@@ -66,6 +69,7 @@ inline constexpr std::array kErrorTable{
     ErrorInfo{ErrorCode::ConfigError, "config_error", "invalid configuration"},
     ErrorInfo{ErrorCode::BudgetExhausted, "budget_exhausted", "the request budget (--max-requests) is spent"},
     ErrorInfo{ErrorCode::DeadlineExceeded, "deadline", "the check's deadline came first"},
+    ErrorInfo{ErrorCode::Interrupted, "interrupted", "interrupted (SIGINT or SIGTERM)"},
     ErrorInfo{ErrorCode::Io, "io", "input/output error"},
     ErrorInfo{ErrorCode::Internal, "internal_error", "internal error"},
 };
@@ -73,6 +77,12 @@ static_assert(kErrorTable.size() == static_cast<std::size_t>(ErrorCode::Internal
               "every ErrorCode needs exactly one row, in enum order");
 
 constexpr const ErrorInfo& error_info(ErrorCode c) { return kErrorTable[static_cast<std::size_t>(c)]; }
+// The code of a stable token ("timeout"); Internal for an unknown one.
+constexpr ErrorCode code_from_token(std::string_view token) {
+  for (const auto& e : kErrorTable)
+    if (e.token == token) return e.code;
+  return ErrorCode::Internal;
+}
 
 struct Error {
   ErrorCode code = ErrorCode::Internal;

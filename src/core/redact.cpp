@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <mutex>
+#include <vector>
 
 namespace infdoctor::core {
 namespace {
@@ -15,7 +17,46 @@ bool secret_param(std::string_view name) {
   return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return n.find(w) != std::string::npos; });
 }
 
+std::string lower(std::string_view s) {
+  std::string n(s);
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return n;
+}
+
+std::mutex g_secrets_mu;
+std::vector<std::string> g_secrets;
+
 }  // namespace
+
+bool is_secret_header(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "cookie" || n == "set-cookie" || n == "api-key" || n == "x-api-key") return true;
+  static constexpr std::array<std::string_view, 5> kWords = {"auth", "key", "token", "secret", "cookie"};
+  return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return n.find(w) != std::string::npos; });
+}
+
+std::string redact_header_line(std::string_view line) {
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos || !is_secret_header(line.substr(0, colon))) return std::string(line);
+  return std::string(line.substr(0, colon)) + ": REDACTED";
+}
+
+void register_secret(std::string secret) {
+  // A very short "secret" would blank out ordinary words; keys are far longer.
+  if (secret.size() < 6) return;
+  std::lock_guard lock(g_secrets_mu);
+  if (std::find(g_secrets.begin(), g_secrets.end(), secret) == g_secrets.end()) g_secrets.push_back(std::move(secret));
+}
+
+std::string scrub(std::string_view text) {
+  std::string out(text);
+  std::lock_guard lock(g_secrets_mu);
+  for (const auto& s : g_secrets) {
+    for (auto pos = out.find(s); pos != std::string::npos; pos = out.find(s, pos + 8))
+      out.replace(pos, s.size(), "REDACTED");
+  }
+  return out;
+}
 
 std::string redact_url(std::string_view url) {
   std::string out(url);

@@ -10,6 +10,8 @@
 #include <array>
 #include <mutex>
 
+#include "core/interrupt.h"
+
 namespace infdoctor::dns {
 namespace {
 
@@ -171,7 +173,7 @@ Lookup query(const Server& server, const std::string& host, Family family, const
   ares_query(ch, host.c_str(), ns_c_in, family == Family::A ? ns_t_a : ns_t_aaaa, &on_answer, &st);
   // c-ares enforces its own per-try timeouts; this bound only guards against a loop that never ends.
   const auto hard_deadline = t0 + opts.timeout_per_try * (o.tries + 1) + std::chrono::seconds(1);
-  while (!st.done && core::SteadyClock::now() < hard_deadline) {
+  while (!st.done && core::SteadyClock::now() < hard_deadline && !core::interrupted()) {
     ares_socket_t socks[ARES_GETSOCK_MAXNUM];
     const int mask = ares_getsock(ch, socks, ARES_GETSOCK_MAXNUM);
     std::vector<pollfd> pfds;
@@ -204,7 +206,9 @@ Lookup query(const Server& server, const std::string& host, Family family, const
   out.elapsed = core::elapsed_us(t0, st.answered);
   out.timeouts = st.timeouts;
   out.records = std::move(st.records);
-  if (st.status != ARES_SUCCESS) {
+  if (st.status != ARES_SUCCESS && core::interrupted()) {
+    out.status = core::make_error(ErrorCode::Interrupted, std::string(core::error_info(ErrorCode::Interrupted).text));
+  } else if (st.status != ARES_SUCCESS) {
     const ErrorCode code = code_of(st.status);
     out.status = core::make_error(code, std::string(core::error_info(code).text), ares_strerror(st.status));
   }

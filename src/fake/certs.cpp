@@ -12,15 +12,16 @@
 namespace infdoctor::fake {
 
 core::Result<CertFiles> write_self_signed(const std::string& dir, const std::vector<std::string>& dns_names,
-                                          const std::vector<std::string>& ips) {
+                                          const std::vector<std::string>& ips, long valid_hours) {
   using core::ErrorCode;
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_EC_gen("P-256"), EVP_PKEY_free);
   std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), X509_free);
   if (!key || !cert) return core::make_error(ErrorCode::Internal, "cannot make a key pair");
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 7L * 24 * 3600);
+  const long before_s = valid_hours < 0 ? (-valid_hours + 24) * 3600 : 3600;
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -before_s);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), valid_hours * 3600);
   X509_set_pubkey(cert.get(), key.get());
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("infdoctor demo"), -1, -1, 0);

@@ -13,7 +13,9 @@ struct CertFiles {
   std::string key;   // PEM private key
 };
 
+// Valid from an hour ago for `valid_hours`; a negative `valid_hours` makes a certificate that
+// expired that many hours ago (the fault matrix's expired certificate).
 core::Result<CertFiles> write_self_signed(const std::string& dir, const std::vector<std::string>& dns_names,
-                                          const std::vector<std::string>& ips);
+                                          const std::vector<std::string>& ips, long valid_hours = 7 * 24);
 
 }  // namespace infdoctor::fake

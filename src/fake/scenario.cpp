@@ -1,5 +1,6 @@
 #include "fake/scenario.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -74,6 +75,16 @@ class Reader {
 
 constexpr double kMaxMs = 3600e3;
 
+}  // namespace
+
+const std::vector<std::string>& fault_kinds() {
+  static const std::vector<std::string> kinds = {"429", "503", "close_mid_stream", "stall", "error_event", "reset",
+                                                 "garbage", "invalid_json", "huge_event", "endless_headers"};
+  return kinds;
+}
+
+namespace {
+
 FaultRule read_fault(const json& j, const std::string& path, std::string* err) {
   FaultRule f;
   Reader r(j, path, err);
@@ -83,9 +94,12 @@ FaultRule read_fault(const json& j, const std::string& path, std::string* err) {
   r.get("retry_after_s", f.retry_after_s, -1, 86400);
   r.get("after_tokens", f.after_tokens, 0, 1e9);
   r.get("stall_ms", f.stall_ms, 0, kMaxMs);
+  r.get("bytes", f.bytes, 1, 1e9);
   r.no_unknown_keys();
-  static const std::set<std::string> kKinds = {"429", "503", "close_mid_stream", "stall", "error_event"};
-  if (!kKinds.count(f.kind)) r.fail(path + ".kind", "must be one of 429, 503, close_mid_stream, stall, error_event");
+  std::string names;
+  for (const auto& k : fault_kinds()) names += (names.empty() ? "" : ", ") + k;
+  const auto& kinds = fault_kinds();
+  if (std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end()) r.fail(path + ".kind", "must be one of " + names);
   if (f.every == 0 && f.first == 0) r.fail(path, "needs `every` or `first`");
   return f;
 }

@@ -11,14 +11,26 @@
 
 namespace infdoctor::fake {
 
+// A fault the server plants on some requests of a model:
+//   429, 503          the request is refused with that status (and Retry-After when given)
+//   endless_headers   header lines trickle out and never end
+//   close_mid_stream  the connection is closed after `after_tokens` tokens
+//   reset             the same, with a TCP reset
+//   stall             the stream pauses `stall_ms` after `after_tokens` tokens
+//   error_event       an error object arrives as a data event and the stream ends
+//   garbage           `bytes` of binary junk instead of events, then the stream ends
+//   invalid_json      a data event that is not JSON, then the stream goes on
+//   huge_event        one content event of `bytes` bytes
 struct FaultRule {
-  std::string kind;        // "429", "503", "close_mid_stream", "stall", "error_event"
+  std::string kind;
   int every = 0;           // every Nth request of the model (1 = all)
   int first = 0;           // the first N requests of the model
   double retry_after_s = -1;  // 429/503: Retry-After header; <0 = none
   int after_tokens = 0;    // mid-stream faults: after this many tokens
   double stall_ms = 0;     // stall: how long
+  double bytes = 65536;    // garbage, huge_event: how many bytes
 };
+const std::vector<std::string>& fault_kinds();
 
 struct ModelSpec {
   double overhead_ms = 0;            // fixed time before the first token

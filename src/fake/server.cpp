@@ -227,10 +227,13 @@ struct Server::Impl {
                           base_headers);
     if (!scenario.api_key.empty()) {
       const auto auth = req[bhttp::field::authorization];
+      // Like some real providers, and worse: the key presented is echoed back whole, so tests can
+      // show infdoctor scrubs it from whatever it prints or saves.
       if (auth != "Bearer " + scenario.api_key)
         return write_simple(stream, 401,
-                            error_body("invalid or missing API key", "invalid_request_error", "invalid_api_key"), keep,
-                            base_headers);
+                            error_body("Incorrect API key provided: " + std::string(auth.substr(std::min<std::size_t>(7, auth.size()))),
+                                       "invalid_request_error", "invalid_api_key"),
+                            keep, base_headers);
     }
     if (is_models) {
       if (req.method() != bhttp::verb::get)
@@ -243,6 +246,23 @@ struct Server::Impl {
     if (req.method() != bhttp::verb::post)
       return write_simple(stream, 405, error_body("use POST", "invalid_request_error", ""), keep, base_headers);
     return handle_chat(stream, req, arrived, rid, base_headers);
+  }
+
+  // A response whose header block never ends: a header line every millisecond, until the client
+  // gives up (or 16 MiB went out, or the server stops).
+  template <typename Stream>
+  bool endless_headers(Stream& stream) {
+    beast::error_code ec;
+    net::write(stream, net::buffer(std::string_view("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")), ec);
+    const std::string filler(100, 'z');
+    auto next = Clock::now();
+    for (int i = 0; !ec && i < 160000; ++i) {
+      const std::string line = "x-filler-" + std::to_string(i) + ": " + filler + "\r\n";
+      net::write(stream, net::buffer(line), ec);
+      next += std::chrono::milliseconds(1);
+      if (!sleep_until(next)) return false;
+    }
+    return false;
   }
 
   std::string make_request_id() {
@@ -316,6 +336,10 @@ struct Server::Impl {
         if (f.kind == "429")
           return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
         return reply_error(503, model, "The server is overloaded, try again later", "server_error", "overloaded");
+      }
+      if (f.kind == "endless_headers") {
+        record(ServedRequest{model, arrived, 200, rid, req.body().size()});
+        return endless_headers(stream);
       }
       if (!mid_fault) mid_fault = &f;
     }
@@ -447,6 +471,31 @@ struct Server::Impl {
         if (mid_fault->kind == "close_mid_stream") {
           beast::get_lowest_layer(stream).close(ec);
           return false;
+        }
+        if (mid_fault->kind == "reset") {
+          auto& sock = beast::get_lowest_layer(stream);
+          const linger hard{1, 0};  // close() then sends RST instead of FIN
+          ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+          sock.close(ec);
+          return false;
+        }
+        if (mid_fault->kind == "garbage") {
+          std::string junk(static_cast<std::size_t>(mid_fault->bytes), '\0');
+          std::uint32_t x = 2463534242u;
+          for (char& c : junk) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            c = static_cast<char>(x & 0xff);
+          }
+          for (std::size_t i = 0; i < junk.size(); i += 16384)
+            if (!send(junk.substr(i, 16384))) return false;
+          net::write(stream, bhttp::make_chunk_last(), ec);
+          return !ec && keep;
+        }
+        if (mid_fault->kind == "invalid_json" && !send(event("{\"choices\":[{\"delta\":{\"content\":\" cut"))) return false;
+        if (mid_fault->kind == "huge_event") {
+          const std::string big(static_cast<std::size_t>(mid_fault->bytes), 'x');
+          if (!send(event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + big + "\"},\"finish_reason\":null}]}")))
+            return false;
         }
         if (mid_fault->kind == "error_event") {
           if (!send(event(error_body("internal error while generating", "server_error", "internal_error")))) return false;

@@ -1,6 +1,7 @@
 #include "http/client.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
@@ -12,6 +13,8 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+
+#include "core/interrupt.h"
 
 namespace infdoctor::http {
 namespace {
@@ -67,6 +70,7 @@ struct Transfer {
   bool body_to_sink = false;                  // decided once per response, at the first body byte
   bool decided = false;
   std::optional<Error> abort_reason;
+  bool finished = false;
   std::vector<curl_socket_t> sockets;         // opened for this transfer (several with happy eyeballs)
 
   ~Transfer() {
@@ -331,16 +335,23 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   r.start_lag = core::elapsed_us(t.added, r.started);
   if (t.first_header) r.first_byte_at = core::elapsed_us(r.started, *t.first_header);
 
-  if (t.abort_reason) {
-    r.status = *t.abort_reason;
-    r.failed_phase = "receive";
-  } else if (rc != CURLE_OK) {
-    const ErrorCode code = code_of(rc);
-    bool tcp_connected = r.times.connect.has_value();
+  t.finished = true;
+  bool tcp_connected = r.times.connect.has_value();
+  if (rc != CURLE_OK) {
     for (curl_socket_t fd : t.sockets) {
       auto it = ledger.closed_connected.find(fd);
       tcp_connected = tcp_connected || (it != ledger.closed_connected.end() ? it->second : is_connected(fd));
     }
+  }
+  if (t.abort_reason) {
+    r.status = *t.abort_reason;
+    r.failed_phase = t.abort_reason->code == ErrorCode::Interrupted ? phase_of(ErrorCode::Interrupted, r, tcp_connected)
+                                                                     : "receive";
+  } else if (rc != CURLE_OK) {
+    ErrorCode code = code_of(rc);
+    long os_errno = 0;
+    curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
+    if (code == ErrorCode::ConnectionClosed && os_errno == ECONNRESET) code = ErrorCode::ConnectionReset;
     r.failed_phase = phase_of(code, r, tcp_connected);
     std::string detail = t.errbuf[0] ? std::string(t.errbuf) : std::string(curl_easy_strerror(rc));
     r.status = Error{code, std::string(core::error_info(code).text), std::move(detail)};
@@ -442,7 +453,17 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       curl_multi_remove_handle(impl_->multi, msg->easy_handle);
       finish(*t, rc, impl_->ledger);
     }
-    if (running > 0) curl_multi_poll(impl_->multi, nullptr, 0, 100, nullptr);
+    if (running > 0 && core::interrupted()) {
+      // Ctrl-C: every transfer still running ends now, marked as interrupted.
+      for (auto& t : transfers) {
+        if (!t->easy || t->finished) continue;
+        t->abort_reason = Error{ErrorCode::Interrupted, std::string(core::error_info(ErrorCode::Interrupted).text), {}};
+        curl_multi_remove_handle(impl_->multi, t->easy);
+        finish(*t, CURLE_ABORTED_BY_CALLBACK, impl_->ledger);
+      }
+      break;
+    }
+    if (running > 0) curl_multi_poll(impl_->multi, nullptr, 0, 50, nullptr);
   } while (running > 0);
 
   impl_->ledger.closed_connected.clear();  // fd numbers are reused; only this call's closes matter

@@ -14,6 +14,8 @@
 
 #include <cstring>
 
+#include "core/interrupt.h"
+
 namespace infdoctor::net {
 namespace {
 
@@ -391,7 +393,7 @@ Trace trace_hops(const std::string& ip, const TraceOptions& opts) {
     hop.ttl = ttl;
     bool stop = false;
     for (int i = 0; i < opts.probes_per_hop; ++i) {
-      if (Clock::now() + opts.probe_timeout > opts.deadline) {
+      if (Clock::now() + opts.probe_timeout > opts.deadline || core::interrupted()) {
         stop = true;
         break;
       }

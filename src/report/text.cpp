@@ -203,7 +203,7 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
     ++n;
     add(out, "\n%2d. [%s] %s\n", n, std::string(rules::severity_name(f.severity)).c_str(), f.title.c_str());
     add(out, "    %s: %.0f ms, %.0f%% of the observed latency, confidence %.2f  (rule %s)\n",
-        f.cause.empty() ? "limit" : f.cause.c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
+        rules::cause_label(f).c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
     add(out, "    %s\n", f.explanation.c_str());
     if (!f.evidence.empty()) {
       std::string ev;
@@ -219,6 +219,9 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
 std::string render_text(const run::RunResult& r) {
   std::string out;
   add(out, "infdoctor run  %s  %s\n\n", r.target.base_url.c_str(), r.started_at.c_str());
+  if (!r.interrupted_by.empty())
+    add(out, "  PARTIAL: the run was interrupted (%s); what follows is what was measured until then\n\n",
+        r.interrupted_by.c_str());
   out += render_diagnosis(r.diagnosis);
   add(out, "\n");
   add(out, "  %-14s %-8s %9s  %s\n", "check", "status", "took", "result");

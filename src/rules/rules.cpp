@@ -130,7 +130,7 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     if (!r.contains("id") || !r["id"].is_string()) err("id", "missing");
     else if (id.rfind(family + ".", 0) != 0) err("id", "must start with the family, '" + family + ".'");
     else if (!ids.insert(id).second) err("id", "duplicate rule id");
-    const std::string cause = str("cause", true);
+    const std::string cause = str("cause", false);  // absent: a finding about the run itself
     if (!cause.empty() && std::find(causes().begin(), causes().end(), cause) == causes().end())
       err("cause", "'" + cause + "' is not in the cause taxonomy");
     const std::string sev = str("severity", true);
@@ -190,6 +190,12 @@ const std::vector<std::string>& causes() {
       "network_rtt",    "dns_slow", "tls_slow",      "cold_start",   "prefill_bound",   "decode_bound", "model_specific",
       "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "buffering"};
   return kCauses;
+}
+
+std::string cause_label(const Finding& f) {
+  if (!f.cause.empty()) return f.cause;
+  if (f.rule.rfind("slo.", 0) == 0) return "limit";
+  return f.rule.substr(0, f.rule.find('.'));  // the family: errors, tls
 }
 
 std::string_view severity_name(Severity s) {
@@ -316,14 +322,16 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
     for (const auto& a : r.actions) f.actions.push_back(render_template(a, metrics));
     out.push_back(std::move(f));
   }
-  // One finding per cause: the rule that attributes the most milliseconds speaks for it.
+  // One finding per cause: the rule that attributes the most milliseconds speaks for it. Findings
+  // without a cause (about the run itself) all stay.
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.cause != b.cause) return a.cause < b.cause;
     if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.rule < b.rule;
   });
-  out.erase(std::unique(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cause == b.cause; }),
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const Finding& a, const Finding& b) { return !a.cause.empty() && a.cause == b.cause; }),
             out.end());
   // Share of the observed latency. A typical request's end-to-end time (the baseline) already
   // holds what network, prefill, decode, the model or buffering cost; a cold start, a rate limit,

@@ -86,6 +86,9 @@ void sort_findings(std::vector<Finding>& findings);
 // "{baseline.tpot_p50_ms}" -> "62.1 ms": placeholders formatted with the unit their name ends in.
 std::string render_template(const std::string& text, const std::map<std::string, double>& metrics);
 std::string format_metric(const std::string& name, double value);
+// The cause as reports print it: the taxonomy's name, "limit" for a violated --slo, else the rule's
+// family (errors.failed_requests: "errors").
+std::string cause_label(const Finding& f);
 
 nlohmann::json to_json(const Finding& f);
 std::optional<Finding> finding_from_json(const nlohmann::json& j);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "checks/registry.h"
+#include "core/interrupt.h"
 #include "core/redact.h"
 #include "rules/embedded.h"
 
@@ -57,6 +58,14 @@ RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
   out.started_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (ctx.target().host_is_ip) ctx.set_addresses({ctx.target().host});
   for (const auto* e : selected(plan)) {
+    if (core::interrupted()) {
+      checks::CheckResult r = checks::CheckResult::start(e->id);
+      r.status = checks::CheckStatus::Skipped;
+      r.error = "interrupted";
+      r.reason = std::string("not started: the run was interrupted (") + core::interrupt_name() + ")";
+      out.checks.push_back(std::move(r));
+      continue;
+    }
     auto check = e->make(plan.options);
     ctx.set_current_check(e->id);
     const auto t0 = core::SteadyClock::now();
@@ -75,9 +84,27 @@ RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
   }
   ctx.progress("");
   out.run_metrics["run.requests_count"] = ctx.requests_spent();
+  // Failed model requests by kind, for the errors rules.
+  const auto& fails = ctx.failures_by_token();
+  auto count = [&](std::initializer_list<const char*> tokens) {
+    int n = 0;
+    for (const char* t : tokens)
+      if (auto it = fails.find(t); it != fails.end()) n += it->second;
+    return n;
+  };
+  int failed = 0;
+  for (const auto& [_, n] : fails) failed += n;
+  out.run_metrics["run.failed_count"] = failed;
+  out.run_metrics["run.timeout_count"] = count({"timeout"});
+  out.run_metrics["run.broken_stream_count"] =
+      count({"connection_closed", "connection_reset", "malformed_stream", "stream_error", "response_too_large"});
+  out.run_metrics["run.server_error_count"] = ctx.server_error_count();
+  out.run_metrics["run.tls_failed_count"] = count({"tls_failed"});
+  out.run_metrics["run.tls_verify_off"] = ctx.target().scheme == "https" && ctx.endpoint().tls.insecure ? 1 : 0;
   out.run_metrics["run.rate_limited_count"] = ctx.rate_limited_count();
   out.run_metrics["run.retry_wait_ms"] = ctx.retry_wait_ms();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
+  if (core::interrupted()) out.interrupted_by = core::interrupt_name();
   return out;
 }
 
@@ -98,6 +125,8 @@ nlohmann::json to_json(const RunResult& r) {
             {"port", r.target.port}}},
           {"started_at", r.started_at},
           {"finished_at", r.finished_at},
+          {"partial", !r.interrupted_by.empty()},
+          {"interrupted_by", r.interrupted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.interrupted_by)},
           {"checks", checks}};
 }
 
@@ -109,7 +138,9 @@ std::map<std::string, double> flatten_metrics(const RunResult& r) {
 }
 
 std::vector<std::string> known_metrics() {
-  std::vector<std::string> out = {"run.requests_count", "run.rate_limited_count", "run.retry_wait_ms"};
+  std::vector<std::string> out = {"run.requests_count",     "run.rate_limited_count", "run.retry_wait_ms",
+                                  "run.tls_verify_off",     "run.failed_count",       "run.timeout_count",
+                                  "run.broken_stream_count", "run.server_error_count", "run.tls_failed_count"};
   for (const auto& m : checks::all_metrics()) out.push_back(m.name);
   return out;
 }
@@ -193,7 +224,7 @@ int exit_code(const RunResult& r) {
                                   [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Ok; });
   const bool any_error = std::any_of(r.checks.begin(), r.checks.end(),
                                      [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
-  if (!any_ok && any_error) return 3;
+  if (!r.interrupted_by.empty() || (!any_ok && any_error)) return 3;
   int code = 0;
   for (const auto& f : r.diagnosis) {
     if (f.severity == rules::Severity::Critical) code = 2;
@@ -215,6 +246,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
     r.target.port = t.at("port").get<int>();
     r.started_at = j.at("started_at").get<std::string>();
     r.finished_at = j.at("finished_at").get<std::string>();
+    if (auto it = j.find("interrupted_by"); it != j.end() && it->is_string()) r.interrupted_by = it->get<std::string>();
     if (j.contains("run"))
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();

@@ -16,6 +16,8 @@ struct RunResult {
   std::vector<checks::CheckResult> checks;
   std::map<std::string, double> run_metrics;  // run.requests_count, run.rate_limited_count, ...
   std::vector<rules::Finding> diagnosis;
+  // Set when SIGINT or SIGTERM cut the run short ("SIGINT"): the results are partial.
+  std::string interrupted_by;
 };
 
 // The metrics as rules name them: "<check>.<metric>" and "run.<metric>".
@@ -37,7 +39,7 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
                                        std::vector<std::string>& unmeasured);
 void rank(std::vector<rules::Finding>& findings);
 
-// 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing measured).
+// 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing measured, or interrupted).
 int exit_code(const RunResult& r);
 
 // Reads a results.json (as `run --json` or a bundle writes it) back into a RunResult.

@@ -31,10 +31,13 @@ TEST_CASE("run --quick: every check of the checklist against a healthy provider 
   const auto t0 = core::SteadyClock::now();
   const auto r = run({"--base-url", server->base_url(), "--model", "big", "--small-model", "small", "--quick", "--json", "-"});
   const double took_s = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+  const auto j = nlohmann::json::parse(r.out);
+  std::string findings;
+  for (const auto& f : j["diagnosis"]) findings += f["rule"].get<std::string>() + " (" + f["severity"].get<std::string>() + ") ";
+  CAPTURE(findings);
   CHECK(r.exit_code == 0);
   CHECK(took_s < 60.0);
   MESSAGE("run --quick took " << took_s << " s");
-  const auto j = nlohmann::json::parse(r.out);
   CHECK(j["schema"] == "infdoctor.results/1");
   for (const char* id : {"path", "transport", "coldstart", "baseline", "sweep", "serialization", "concurrency"}) {
     CAPTURE(id);
@@ -68,10 +71,40 @@ TEST_CASE("run: the text report has a row per check and the tables") {
 TEST_CASE("run: configuration errors are all reported before anything is sent") {
   auto server = test::start_fake(kHealthy);
   const auto r = run({"--base-url", server->base_url(), "--model", "big", "--checks", "dns,bogus", "--set",
-                      "sweep.repeats=0", "--set", "nothing=1", "--idle-gaps", "5,1"});
+                      "sweep.repeats=0", "--set", "nothing=1", "--idle-gaps", "5,1", "--concurrency", "1,8,128",
+                      "--max-concurrency", "100"});
   CHECK(r.exit_code == 3);
-  for (const char* want : {"unknown check 'bogus'", "sweep.repeats", "'nothing' names no check", "coldstart.idle_gaps"})
+  for (const char* want : {"unknown check 'bogus'", "sweep.repeats", "'nothing' names no check", "coldstart.idle_gaps",
+                           "concurrency.levels"})
     CHECK_MESSAGE(r.err.find(want) != std::string::npos, want);
+  CHECK(server->served().empty());
+}
+
+TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing") {
+  auto server = test::start_fake(kHealthy);
+  const auto r = run({"--base-url", server->base_url(), "--model", "big", "--small-model", "small", "--quick",
+                      "--dry-run"});
+  CHECK(r.exit_code == 0);
+  CHECK(server->served().empty());  // not one model request
+  CHECK(r.out.find("nothing is sent") != std::string::npos);
+  for (const char* id : {"dns", "path", "transport", "coldstart", "baseline", "sweep", "serialization", "concurrency"}) {
+    CAPTURE(id);
+    CHECK(r.out.find("\n  " + std::string(id) + " ") != std::string::npos);
+  }
+  // The quick sweep's prompt sizes and the padded bodies appear as steps of their own.
+  CHECK(r.out.find("prefill: prompt of 2048 tokens") != std::string::npos);
+  CHECK(r.out.find("request body padded to 1024 KB") != std::string::npos);
+  CHECK(r.out.find("(stream: false)") != std::string::npos);
+  CHECK(r.out.find("small") != std::string::npos);
+  // The total is the sum of the rows: quick = coldstart 5 + baseline 3+3 + sweep 6 + serialization 5 + concurrency 15.
+  CHECK(r.out.find("total: at most 37 model requests") != std::string::npos);
+
+  SUBCASE("without --model the model checks say they would be skipped") {
+    const auto n = run({"--base-url", server->base_url(), "--dry-run"});
+    CHECK(n.exit_code == 0);
+    CHECK(n.out.find("skipped: no --model") != std::string::npos);
+    CHECK(n.out.find("total: at most 0 model requests") != std::string::npos);
+  }
   CHECK(server->served().empty());
 }
 

@@ -15,4 +15,28 @@ TEST_CASE("URLs lose their secrets and keep the rest") {
   CHECK(redact_url("https://h/a@b") == "https://h/a@b");  // an @ in the path is not userinfo
 }
 
+TEST_CASE("secret headers lose their values") {
+  for (const char* h : {"Authorization: Bearer sk-1", "authorization: Basic dXNlcg==", "Proxy-Authorization: x",
+                        "api-key: abc", "X-Api-Key: abc", "Cookie: session=1", "Set-Cookie: a=b; HttpOnly",
+                        "x-goog-api-key: k", "X-Auth-Token: t", "anthropic-api-key: k"}) {
+    const std::string line = h;
+    CHECK_MESSAGE(redact_header_line(line) == line.substr(0, line.find(':')) + ": REDACTED", line);
+  }
+  CHECK(redact_header_line("x-request-id: req-1") == "x-request-id: req-1");
+  CHECK(redact_header_line("content-type: text/event-stream") == "content-type: text/event-stream");
+  CHECK(redact_header_line("no colon here") == "no colon here");
+}
+
+TEST_CASE("a registered secret is scrubbed wherever it appears") {
+  const std::string key = "sk-test-scrub-0123456789abcdef";
+  CHECK(scrub("Incorrect API key provided: " + key) == "Incorrect API key provided: " + key);  // not registered yet
+  register_secret(key);
+  CHECK(scrub("Incorrect API key provided: " + key) == "Incorrect API key provided: REDACTED");
+  CHECK(scrub(key + key + " and " + key) == "REDACTEDREDACTED and REDACTED");
+  CHECK(scrub("{\"message\":\"" + key + "\"}") == "{\"message\":\"REDACTED\"}");
+  CHECK(scrub("nothing secret") == "nothing secret");
+  register_secret("abc");  // too short to be a key: it would blank out ordinary words
+  CHECK(scrub("abc") == "abc");
+}
+
 }  // namespace infdoctor::core

@@ -1,0 +1,64 @@
+#include "core/interrupt.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+namespace infdoctor::core {
+namespace {
+
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler stores into this atomic");
+
+extern "C" void on_signal(int sig) {
+  int expected = 0;
+  if (g_signal.compare_exchange_strong(expected, sig)) {
+    static const char kMsg[] = "\ninfdoctor: interrupted: finishing the report with what was measured "
+                               "(Ctrl-C again to quit at once)\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+    return;
+  }
+  if (sig == SIGINT) ::_exit(130);
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns EINTR and its loop looks at the flag
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
+
+int interrupt_signal() { return g_signal.load(std::memory_order_relaxed); }
+
+const char* interrupt_name() {
+  switch (interrupt_signal()) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "";
+  }
+}
+
+void request_interrupt(int sig) {
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, sig);
+}
+
+bool sleep_until(SteadyTime t) {
+  constexpr auto kSlice = std::chrono::milliseconds(20);
+  for (;;) {
+    if (interrupted()) return false;
+    const auto now = SteadyClock::now();
+    if (now >= t) return true;
+    std::this_thread::sleep_for(std::min<SteadyClock::duration>(t - now, kSlice));
+  }
+}
+
+}  // namespace infdoctor::core

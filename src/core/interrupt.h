@@ -1,0 +1,22 @@
+#pragma once
+// Ctrl-C and SIGTERM during a run. The first SIGINT or SIGTERM asks the run to stop: requests in
+// flight are cancelled, no check starts, and what was measured is reported and saved, marked
+// partial. A second SIGINT ends the process at once (exit 130).
+#include "core/clock.h"
+
+namespace infdoctor::core {
+
+// Installs the handlers (idempotent). Until then interrupted() is only set by request_interrupt().
+void install_interrupt_handlers();
+// True once SIGINT or SIGTERM arrived (or request_interrupt was called).
+bool interrupted();
+// The signal that interrupted the run (SIGINT, SIGTERM), 0 when none.
+int interrupt_signal();
+// "SIGINT", "SIGTERM" or "" : for reports.
+const char* interrupt_name();
+// As if `sig` had arrived: for tests and for callers that cancel a run themselves.
+void request_interrupt(int sig);
+// Sleeps until `t` and returns true, or returns false as soon as the run is interrupted.
+bool sleep_until(SteadyTime t);
+
+}  // namespace infdoctor::core
