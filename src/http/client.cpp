@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -358,6 +359,41 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   }
 }
 
+// libcurl's socket interface on an epoll set: a wake-up costs work for the sockets that have
+// something to do, not for every transfer in flight (256 streams stay cheap).
+struct EventLoop {
+  CURLM* multi = nullptr;
+  int epfd = -1;
+  std::optional<core::SteadyTime> timer;  // when libcurl wants curl_multi_socket_action(TIMEOUT)
+};
+
+int on_socket(CURL*, curl_socket_t s, int what, void* userp, void* socketp) {
+  auto* loop = static_cast<EventLoop*>(userp);
+  if (what == CURL_POLL_REMOVE) {
+    ::epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, nullptr);  // may already be gone with the socket
+    curl_multi_assign(loop->multi, s, nullptr);
+    return 0;
+  }
+  epoll_event ev{};
+  ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+  ev.data.fd = s;
+  if (socketp) {
+    ::epoll_ctl(loop->epfd, EPOLL_CTL_MOD, s, &ev);
+    return 0;
+  }
+  if (::epoll_ctl(loop->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
+    ::epoll_ctl(loop->epfd, EPOLL_CTL_MOD, s, &ev);
+  curl_multi_assign(loop->multi, s, loop);  // any non-null marks "registered"
+  return 0;
+}
+
+int on_timer(CURLM*, long timeout_ms, void* userp) {
+  auto* loop = static_cast<EventLoop*>(userp);
+  if (timeout_ms < 0) loop->timer.reset();
+  else loop->timer = core::SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
+}
+
 }  // namespace
 
 std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
@@ -396,15 +432,23 @@ std::optional<std::string> Response::header(std::string_view lower_name) const {
 struct Client::Impl {
   CURLM* multi = nullptr;
   SocketLedger ledger;
+  EventLoop loop;
 };
 
 Client::Client() : impl_(std::make_unique<Impl>()) {
   ensure_curl_global();
   impl_->multi = curl_multi_init();
+  impl_->loop.multi = impl_->multi;
+  impl_->loop.epfd = ::epoll_create1(EPOLL_CLOEXEC);
+  curl_multi_setopt(impl_->multi, CURLMOPT_SOCKETFUNCTION, &on_socket);
+  curl_multi_setopt(impl_->multi, CURLMOPT_SOCKETDATA, &impl_->loop);
+  curl_multi_setopt(impl_->multi, CURLMOPT_TIMERFUNCTION, &on_timer);
+  curl_multi_setopt(impl_->multi, CURLMOPT_TIMERDATA, &impl_->loop);
 }
 
 Client::~Client() {
   if (impl_->multi) curl_multi_cleanup(impl_->multi);
+  if (impl_->loop.epfd >= 0) ::close(impl_->loop.epfd);
 }
 
 Response Client::perform(Request& request) {
@@ -441,9 +485,10 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
 
   // Every transfer carries its own CURLOPT_TIMEOUT_MS, so this loop ends when the slowest one
   // has finished or timed out.
+  EventLoop& loop = impl_->loop;
   int running = 0;
-  do {
-    curl_multi_perform(impl_->multi, &running);
+  curl_multi_socket_action(impl_->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  for (;;) {
     int left = 0;
     while (CURLMsg* msg = curl_multi_info_read(impl_->multi, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
@@ -453,7 +498,8 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       curl_multi_remove_handle(impl_->multi, msg->easy_handle);
       finish(*t, rc, impl_->ledger);
     }
-    if (running > 0 && core::interrupted()) {
+    if (running == 0) break;
+    if (core::interrupted()) {
       // Ctrl-C: every transfer still running ends now, marked as interrupted.
       for (auto& t : transfers) {
         if (!t->easy || t->finished) continue;
@@ -463,8 +509,26 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       }
       break;
     }
-    if (running > 0) curl_multi_poll(impl_->multi, nullptr, 0, 50, nullptr);
-  } while (running > 0);
+    // Wait for a socket, libcurl's timer, or 50 ms (to look at the interrupt flag).
+    int wait_ms = 50;
+    if (loop.timer) {
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*loop.timer - core::SteadyClock::now()).count();
+      wait_ms = static_cast<int>(std::clamp<long long>(ms, 0, 50));
+    }
+    epoll_event events[64];
+    const int n = ::epoll_wait(loop.epfd, events, 64, wait_ms);
+    for (int i = 0; i < n; ++i) {
+      int mask = 0;
+      if (events[i].events & EPOLLIN) mask |= CURL_CSELECT_IN;
+      if (events[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+      if (events[i].events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
+      curl_multi_socket_action(impl_->multi, events[i].data.fd, mask, &running);
+    }
+    if (loop.timer && core::SteadyClock::now() >= *loop.timer) {
+      loop.timer.reset();
+      curl_multi_socket_action(impl_->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+  }
 
   impl_->ledger.closed_connected.clear();  // fd numbers are reused; only this call's closes matter
   std::vector<Response> out;

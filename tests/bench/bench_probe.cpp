@@ -2,7 +2,8 @@
 //   build/tests/bench_probe [pairs]
 // 1. Time to first byte as infdoctor measures it against `curl -w '%{time_starttransfer}'`, on
 //    the same request to the same zero-delay infdoctor-fake process, interleaved round by round.
-// 2. Throughput of the SSE parser alone, and of the full stream decoding (SSE + JSON per event).
+// 2. Connect, TLS handshake and first byte over HTTPS, `infdoctor probe` against `curl -w`.
+// 3. Throughput of the SSE parser alone, and of the full stream decoding (SSE + JSON per event).
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +93,54 @@ void ttfb_vs_curl(int pairs, const std::string& bin_dir) {
   std::printf("\n");
 }
 
+// Connect, TLS and first byte over HTTPS: `infdoctor probe --json` and `curl -w`, each a new
+// process, the same request to the same infdoctor-fake, interleaved. curl's timers are cumulative
+// from the transfer's start; its phases are the differences, as infdoctor reports them.
+void phases_vs_curl_tls(int pairs, const std::string& bin_dir) {
+  const std::string certs = bin_dir + "/tests/certs";
+  const std::string scenario_path = "/tmp/infdoctor-bench-scenario-tls.json";
+  std::ofstream(scenario_path) << R"({"models": {"m": {}}})";
+  auto fake = net::Process::start({bin_dir + "/infdoctor-fake", "--listen", "127.0.0.1:0", "--scenario", scenario_path,
+                                   "--tls-cert", certs + "/server.pem", "--tls-key", certs + "/server.key"});
+  if (!fake.ok()) return;
+  auto line = (*fake)->read_line(10s);
+  if (!line.ok() || line->rfind("listening on ", 0) != 0) return;
+  const std::string base = "https://" + line->substr(13) + "/v1";
+  const std::string body = R"({"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":1,"stream":true})";
+  std::vector<double> connect[2], tls[2], ttfb[2], d_connect, d_tls, d_ttfb;
+  for (int i = 0; i < pairs; ++i) {
+    auto b = net::run_command({bin_dir + "/infdoctor", "probe", "--base-url", base, "--cacert", certs + "/ca.pem",
+                               "--model", "m", "--prompt", "hello", "--max-tokens", "1", "--json"},
+                              10s);
+    auto c = net::run_command({"curl", "-s", "-N", "-o", "/dev/null", "--cacert", certs + "/ca.pem", "-w",
+                               "%{time_namelookup} %{time_connect} %{time_appconnect} %{time_starttransfer}", "-H",
+                               "Content-Type: application/json", "--data-binary", body, base + "/chat/completions"},
+                              10s);
+    if (!b.ok() || b->exit_code != 0 || !c.ok() || c->exit_code != 0) continue;
+    const auto bj = nlohmann::json::parse(b->out, nullptr, false);
+    if (bj.is_discarded() || !bj["connect_ms"].is_number() || !bj["tls_ms"].is_number() || !bj["ttfb_ms"].is_number())
+      continue;
+    double nl = 0, co = 0, ap = 0, st = 0;
+    if (std::sscanf(c->out.c_str(), "%lf %lf %lf %lf", &nl, &co, &ap, &st) != 4) continue;
+    const double cc = (co - nl) * 1000, ct = (ap - co) * 1000, cf = st * 1000;
+    const double ic = bj["connect_ms"].get<double>(), it = bj["tls_ms"].get<double>(), iff = bj["ttfb_ms"].get<double>();
+    connect[0].push_back(cc), tls[0].push_back(ct), ttfb[0].push_back(cf);
+    connect[1].push_back(ic), tls[1].push_back(it), ttfb[1].push_back(iff);
+    d_connect.push_back(ic - cc), d_tls.push_back(it - ct), d_ttfb.push_back(iff - cf);
+  }
+  (*fake)->stop();
+  if (d_ttfb.empty()) {
+    std::printf("phases vs curl over TLS: no successful rounds\n");
+    return;
+  }
+  std::printf("| HTTPS (TLS 1.3), fresh connection, %zu rounds | curl median ms | infdoctor probe median ms | "
+              "median paired difference |\n|---|---|---|---|\n",
+              d_ttfb.size());
+  std::printf("| connect | %.3f | %.3f | %+.3f |\n", median(connect[0]), median(connect[1]), median(d_connect));
+  std::printf("| TLS handshake | %.3f | %.3f | %+.3f |\n", median(tls[0]), median(tls[1]), median(d_tls));
+  std::printf("| time to first byte | %.3f | %.3f | %+.3f |\n\n", median(ttfb[0]), median(ttfb[1]), median(d_ttfb));
+}
+
 std::string synthetic_stream(std::size_t target_bytes) {
   std::string out;
   const std::string head =
@@ -145,6 +194,7 @@ int main(int argc, char** argv) {
   const auto slash = self.rfind('/');
   const std::string bin_dir = (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/..";
   ttfb_vs_curl(pairs, bin_dir);
+  phases_vs_curl_tls(pairs, bin_dir);
   parser_throughput();
   return 0;
 }
