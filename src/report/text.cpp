@@ -87,29 +87,29 @@ std::string headline(const checks::CheckResult& c) {
   return std::to_string(c.metrics.size()) + " metrics";
 }
 
-void coldstart_tables(std::string& out, const checks::CheckResult& c) {
+void coldstart_tables(std::string& out, checks::CheckResult c) {
   if (!c.details.contains("gaps") || c.details["gaps"].empty()) return;
   add(out, "\ncoldstart: TTFT after idle gaps (baseline %s, cold above +%s)\n  %8s %12s %12s\n",
       metric(c, "baseline_ttft_p50_ms").c_str(), num(c.details["margin_ms"]).c_str(), "idle", "TTFT", "excess");
-  for (const auto& g : c.details["gaps"])
+  for (auto& g : c.details["gaps"])
     add(out, "  %6.0f s %12s %12s%s\n", g["gap_s"].get<double>(), num(g["ttft_ms"]).c_str(), num(g["excess_ms"]).c_str(),
         g["cold"].get<bool>() ? "  cold" : "");
 }
 
-void concurrency_tables(std::string& out, const checks::CheckResult& c) {
+void concurrency_tables(std::string& out, checks::CheckResult c) {
   if (!c.details.contains("levels") || c.details["levels"].empty()) return;
   add(out, "\nconcurrency: per level\n  %8s %12s %12s %12s %12s %14s\n", "streams", "TTFT p50", "TTFT p90", "total p50",
       "makespan", "tokens/s");
-  for (const auto& l : c.details["levels"])
+  for (auto& l : c.details["levels"])
     add(out, "  %8d %12s %12s %12s %12s %14.1f\n", l["streams"].get<int>(), num(l["ttft_p50_ms"]).c_str(),
         num(l["ttft_p90_ms"]).c_str(), num(l["total_p50_ms"]).c_str(), num(l["makespan_ms"]).c_str(),
         l["throughput_tokens_per_s"].get<double>());
 }
 
-void dns_tables(std::string& out, const checks::CheckResult& c) {
+void dns_tables(std::string& out, checks::CheckResult c) {
   if (!c.details.contains("resolvers")) return;
   add(out, "\ndns: per resolver\n  %-24s %7s %10s %10s  %s\n", "resolver", "answers", "p50", "max", "failures");
-  for (const auto& r : c.details["resolvers"]) {
+  for (auto& r : c.details["resolvers"]) {
     std::string failures;
     for (auto it = r["failures"].begin(); it != r["failures"].end(); ++it)
       failures += (failures.empty() ? "" : ", ") + it.key() + " x" + std::to_string(it.value().get<int>());
@@ -117,19 +117,19 @@ void dns_tables(std::string& out, const checks::CheckResult& c) {
         num(r["p50_ms"]).c_str(), num(r["max_ms"]).c_str(), failures.empty() ? "none" : failures.c_str());
   }
   std::string addrs;
-  for (const auto& a : c.details["addresses"]) addrs += (addrs.empty() ? "" : ", ") + a.get<std::string>();
+  for (auto& a : c.details["addresses"]) addrs += (addrs.empty() ? "" : ", ") + a.get<std::string>();
   add(out, "  addresses: %s\n", addrs.empty() ? "none" : addrs.c_str());
 }
 
-void path_tables(std::string& out, const checks::CheckResult& c) {
+void path_tables(std::string& out, checks::CheckResult c) {
   if (!c.details.contains("addresses")) return;
-  for (const auto& a : c.details["addresses"]) {
-    const auto& tcp = a["tcp"];
+  for (auto& a : c.details["addresses"]) {
+    auto& tcp = a["tcp"];
     add(out, "\npath: %s port %d\n  TCP connect  p50 %s  p90 %s  max %s  loss %.0f%%\n",
         a["address"].get<std::string>().c_str(), a["port"].get<int>(), num(tcp["p50_ms"]).c_str(),
         num(tcp["p90_ms"]).c_str(), num(tcp["max_ms"]).c_str(), tcp["loss_ratio"].get<double>() * 100);
     if (a.contains("icmp")) {
-      const auto& i = a["icmp"];
+      auto& i = a["icmp"];
       if (i["status"] == "skipped")
         add(out, "  ICMP echo    skipped: %s\n", i["reason"].get<std::string>().c_str());
       else
@@ -137,16 +137,16 @@ void path_tables(std::string& out, const checks::CheckResult& c) {
             i["loss_ratio"].get<double>() * 100);
     }
     if (!a.contains("hops")) continue;
-    const auto& h = a["hops"];
+    auto& h = a["hops"];
     if (h.value("status", "") == "skipped") {
       add(out, "  hops         skipped: %s\n", h["reason"].get<std::string>().c_str());
       continue;
     }
     add(out, "  %-4s %-40s %6s %5s %8s %8s %8s %8s\n", "hop", "host", "loss", "sent", "last", "avg", "best", "worst");
-    for (const auto& hop : h["table"]) {
+    for (auto& hop : h["table"]) {
       double sum = 0, best = 1e18, worst = -1, last = -1;
       int n = 0, sent = 0;
-      for (const auto& v : hop["rtt_ms"]) {
+      for (auto& v : hop["rtt_ms"]) {
         ++sent;
         if (!v.is_number()) continue;
         const double x = v.get<double>();
@@ -170,14 +170,14 @@ void path_tables(std::string& out, const checks::CheckResult& c) {
   }
 }
 
-void transport_tables(std::string& out, const checks::CheckResult& c) {
+void transport_tables(std::string& out, checks::CheckResult c) {
   if (!c.details.contains("addresses")) return;
   add(out, "\ntransport: per address (ms, medians)\n  %-40s %8s %8s %8s %8s %8s  %s\n", "address", "connect", "TLS",
       "ttfb", "reused", "saves", "TLS, ALPN, chain");
-  for (const auto& a : c.details["addresses"]) {
+  for (auto& a : c.details["addresses"]) {
     std::string tls = "plain HTTP";
     if (a.contains("tls")) {
-      const auto& t = a["tls"];
+      auto& t = a["tls"];
       tls = t["version"].get<std::string>() + ", " +
             (t["alpn"].get<std::string>().empty() ? std::string("no ALPN") : t["alpn"].get<std::string>()) + ", " +
             std::to_string(t["chain_count"].get<int>()) + " certs / " + std::to_string(t["chain_bytes"].get<int>()) +
@@ -231,12 +231,23 @@ std::string render_text(const run::RunResult& r) {
     add(out, "  %-14s %-8s %9s  %s\n", c.id.c_str(), std::string(checks::status_name(c.status)).c_str(), took,
         headline(c).c_str());
   }
+  // The tables read each check's free-form details. Results read back from a file may have been
+  // edited or come from another version: a table that cannot read them says so and the rest stands.
   for (const auto& c : r.checks) {
-    if (c.id == "dns") dns_tables(out, c);
-    if (c.id == "path") path_tables(out, c);
-    if (c.id == "transport") transport_tables(out, c);
-    if (c.id == "coldstart") coldstart_tables(out, c);
-    if (c.id == "concurrency") concurrency_tables(out, c);
+    void (*table)(std::string&, checks::CheckResult) = nullptr;
+    if (c.id == "dns") table = dns_tables;
+    if (c.id == "path") table = path_tables;
+    if (c.id == "transport") table = transport_tables;
+    if (c.id == "coldstart") table = coldstart_tables;
+    if (c.id == "concurrency") table = concurrency_tables;
+    if (!table) continue;
+    std::string part;
+    try {
+      table(part, c);
+    } catch (const json::exception& e) {
+      part = "\n" + c.id + ": the details of this check are unreadable (" + e.what() + ")\n";
+    }
+    out += part;
   }
   return out;
 }

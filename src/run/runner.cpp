@@ -235,7 +235,7 @@ int exit_code(const RunResult& r) {
 
 core::Result<RunResult> from_json(const nlohmann::json& j) {
   using core::ErrorCode;
-  if (!j.is_object() || j.value("schema", "") != "infdoctor.results/1")
+  if (!j.is_object() || !j.contains("schema") || j["schema"] != "infdoctor.results/1")
     return core::make_error(ErrorCode::ConfigError, "not an infdoctor results file (schema infdoctor.results/1)");
   RunResult r;
   try {

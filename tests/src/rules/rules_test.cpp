@@ -69,6 +69,26 @@ TEST_CASE("an applicable rule fires with its numbers; a rule over unmeasured met
   CHECK(diagnose(set, {{"dns.p50_ms", 20}, {"dns.samples_count", 5}}).empty());
 }
 
+TEST_CASE("malformed rules: many broken rules, each error on its own rule's line") {
+  // 300 rules, one a line, the same id, each with a bad `when` and no title: every error must
+  // name its own line (the locator walks the file in order; the fuzzer found the old one slow).
+  std::string text = "{\"family\": \"dns\", \"rules\": [\n";
+  for (int i = 0; i < 300; ++i)
+    text += std::string(i ? "," : "") + R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "when": "1 +", )"
+            R"("impact_ms": "1", "confidence": 1, "explain": "e"})" "\n";
+  text += "]}";
+  LoadReport report;
+  load(text, report);
+  int when_errors = 0;
+  for (const auto& e : report.errors) {
+    if (e.find(": when: ") == std::string::npos) continue;
+    ++when_errors;
+    CAPTURE(e);
+    CHECK(e.rfind("rules/test.json:" + std::to_string(1 + when_errors) + ": rule dns.x: when:", 0) == 0);
+  }
+  CHECK(when_errors == 300);
+}
+
 TEST_CASE("malformed rules: every problem named with file, line, rule id, field and position") {
   struct Case {
     const char* name;
