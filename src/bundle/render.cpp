@@ -26,7 +26,6 @@ checks::CheckResult* find_mut(run::RunResult& r, const std::string& id) {
   return nullptr;
 }
 
-
 std::optional<double> metric(const run::RunResult& r, const std::string& name) {
   const auto m = run::flatten_metrics(r);
   auto it = m.find(name);

@@ -72,6 +72,9 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     report.errors.push_back(file.path + ":" + std::to_string(line_at(text, e.byte > 0 ? e.byte - 1 : 0)) +
                             ": not valid JSON: " + e.what());
     return;
+  } catch (const json::exception& e) {  // a number out of range and the like: valid syntax, unreadable value
+    report.errors.push_back(file.path + ":1: not readable JSON: " + e.what());
+    return;
   }
   if (!doc.is_object() || !doc.contains("family") || !doc["family"].is_string() || !doc.contains("rules") ||
       !doc["rules"].is_array()) {

@@ -97,6 +97,7 @@ TEST_CASE("malformed rules: every problem named with file, line, rule id, field 
   };
   const std::vector<Case> cases = {
       {"not JSON", "{\"family\": \"dns\",\n \"rules\": [,]}", "rules/test.json:2: not valid JSON"},
+      {"a number out of range", "{\"family\": 1e99999}", "rules/test.json:1: not readable JSON"},
       {"bad expression", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
   "when": "dns.p50_ms >",
   "impact_ms": "1", "confidence": 1, "explain": "e"})"),
