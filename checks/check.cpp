@@ -192,12 +192,12 @@ void CheckContext::set_addresses(std::vector<std::string> a) {
 core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {
   using core::ErrorCode;
   const int n = static_cast<int>(reqs.size());
-  if (core::interrupted())
-    return core::make_error(ErrorCode::Interrupted, std::string("the run was interrupted (") + core::interrupt_name() + ")");
-  if (failure_run_ >= kRunFailureLimit)
-    return core::make_error(core::code_from_token(last_failure_token_),
-                            "the last " + std::to_string(failure_run_) +
-                                " model requests of the run all failed; no more are sent (the last: " + last_failure_ + ")");
+  if (core::interrupted()) return core::interrupted_error();
+  if (run_streak_.stop()) {
+    core::Error e = run_streak_.error();
+    e.message = "the run sends no more model requests: " + e.message;
+    return e;
+  }
   if (n > requests_left())
     return core::make_error(ErrorCode::BudgetExhausted, "the request budget is spent",
                             std::to_string(spent_) + " of " + std::to_string(max_requests_) +
@@ -206,8 +206,7 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
     progress("waiting out the provider's Retry-After");
     retry_wait_ms_ += core::to_ms(core::elapsed_us(core::SteadyClock::now(), not_before_));
     if (!idle_until(not_before_)) {
-      if (core::interrupted())
-        return core::make_error(ErrorCode::Interrupted, std::string("the run was interrupted (") + core::interrupt_name() + ")");
+      if (core::interrupted()) return core::interrupted_error();
       return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
     }
   }
@@ -226,14 +225,8 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
       line["check"] = current_check_;
       sample_sink_(line);
     }
-    if (!s.ok) {
-      ++failures_[s.error.empty() ? "unknown" : s.error];
-      ++failure_run_;
-      last_failure_token_ = s.error;
-      last_failure_ = s.failed_phase + ": " + s.error_message;
-    } else {
-      failure_run_ = 0;
-    }
+    run_streak_.record(s);
+    if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];
     if (s.http_status >= 500) ++server_errors_;
     if (s.http_status != 429 && s.http_status != 503) {
       if (s.ok) backoff_ = {};

@@ -93,7 +93,6 @@ struct Step {
   std::string model = "target";  // target or small
   long long prompt_tokens = 0;   // per request (about: synthetic prompts)
   long long max_tokens = 0;      // per request
-  long long body_kb = 0;         // a padded request body, when the step pads one
   bool stream = true;
 };
 
@@ -115,6 +114,25 @@ struct Target {
   bool host_is_ip = false;
 };
 core::Result<Target> parse_target(const std::string& base_url);
+
+// Stops a check that keeps failing instead of hammering the provider: after `limit` failed
+// requests in a row, stop() is true and error() says what kept failing.
+class FailureStreak {
+ public:
+  explicit FailureStreak(int limit = 3) : limit_(limit) {}
+  void record(const api::RequestSample& s);
+  bool stop() const { return run_ >= limit_; }
+  // The streak as the check's error: the last failure's own token, and what kept failing.
+  core::Error error() const;
+  // The last failure, "phase: message" (empty before any).
+  const std::string& last() const { return last_; }
+
+ private:
+  int limit_;
+  int run_ = 0;
+  std::string last_;
+  std::string last_token_;
+};
 
 // What a check may touch. Later checks read what earlier ones found (the dns check's addresses).
 class CheckContext {
@@ -175,8 +193,7 @@ class CheckContext {
   std::chrono::milliseconds backoff_{0};
   std::map<std::string, int> failures_;
   int server_errors_ = 0;
-  int failure_run_ = 0;  // failed model requests in a row, across checks
-  std::string last_failure_token_, last_failure_;
+  FailureStreak run_streak_{kRunFailureLimit};  // failed model requests in a row, across checks
 };
 
 // Time to first token without the request's own connection setup (DNS, connect and TLS of a
@@ -187,24 +204,6 @@ std::optional<double> server_total_ms(const api::RequestSample& s);
 // A request sample for results.json, with what the check varied (`label`: gap, prompt size, ...).
 nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& label);
 
-// Stops a check that keeps failing instead of hammering the provider: after `limit` failed
-// requests in a row, stop() is true and reason() says what kept failing.
-class FailureStreak {
- public:
-  explicit FailureStreak(int limit = 3) : limit_(limit) {}
-  void record(const api::RequestSample& s);
-  bool stop() const { return run_ >= limit_; }
-  // The streak as the check's error: the last failure's own token, and what kept failing.
-  core::Error error() const;
-  // The last failure, "phase: message" (empty before any).
-  const std::string& last() const { return last_; }
-
- private:
-  int limit_;
-  int run_ = 0;
-  std::string last_;
-  std::string last_token_;
-};
 
 class Check {
  public:

@@ -42,10 +42,8 @@ class SerializationCheck final : public Check {
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
     for (double kb : sizes_kb_) {
-      Step s{"request body padded to " + std::to_string(static_cast<long long>(kb)) + " KB", repeats_, "target",
-             prompt_tokens_, 1};
-      s.body_kb = static_cast<long long>(kb);
-      steps.push_back(s);
+      steps.push_back({"request body padded to " + std::to_string(static_cast<long long>(kb)) + " KB", repeats_,
+                       "target", prompt_tokens_, 1});
     }
     steps.push_back({"streamed response", repeats_, "target", prompt_tokens_, max_tokens_});
     Step whole{"the same, not streamed", repeats_, "target", prompt_tokens_, max_tokens_};

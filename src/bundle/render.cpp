@@ -286,54 +286,54 @@ std::string render_html(const run::RunResult& r) {
     run::RunResult rc = r;  // non-const access: a missing key reads as null, not undefined behaviour
     std::ostringstream p;
     try {
-    // TTFT against prompt tokens, with the fit.
-    Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
-    if (auto* c = find_mut(rc, "sweep")) {
-      for (auto& s : c->samples)
-        if (s.value("label", json::object()).value("sweep", "") == "prefill" && s["ttft_ms"].is_number() && s["prompt_tokens"].is_number())
-          pts.points.emplace_back(s["prompt_tokens"].get<double>(), s["ttft_ms"].get<double>());
-      auto slope = c->metrics.find("prefill_ms_per_token"), icpt = c->metrics.find("prefill_overhead_ms");
-      if (slope != c->metrics.end() && icpt != c->metrics.end() && !pts.points.empty()) {
-        const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
-        for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, icpt->second + slope->second * x);
+      // TTFT against prompt tokens, with the fit.
+      Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
+      if (auto* c = find_mut(rc, "sweep")) {
+        for (auto& s : c->samples)
+          if (s.value("label", json::object()).value("sweep", "") == "prefill" && s["ttft_ms"].is_number() && s["prompt_tokens"].is_number())
+            pts.points.emplace_back(s["prompt_tokens"].get<double>(), s["ttft_ms"].get<double>());
+        auto slope = c->metrics.find("prefill_ms_per_token"), icpt = c->metrics.find("prefill_overhead_ms");
+        if (slope != c->metrics.end() && icpt != c->metrics.end() && !pts.points.empty()) {
+          const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
+          for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, icpt->second + slope->second * x);
+        }
       }
-    }
-    p << figure("ttft-vs-prompt", "Time to first token against prompt tokens (max_tokens=1), with the Theil-Sen fit.",
-                svg_chart("ttft-vs-prompt-svg", "prompt tokens", "TTFT ms", {pts, fit}));
+      p << figure("ttft-vs-prompt", "Time to first token against prompt tokens (max_tokens=1), with the Theil-Sen fit.",
+                  svg_chart("ttft-vs-prompt-svg", "prompt tokens", "TTFT ms", {pts, fit}));
 
-    // Latency and throughput against concurrency.
-    Series ttft_c{"TTFT p50 ms", {}, true, "#1f6feb"}, thr_c{"tokens/s", {}, true, "#1a7f37"};
-    if (auto* c = find_mut(rc, "concurrency"); c && c->details.contains("levels"))
-      for (auto& l : c->details["levels"]) {
-        ttft_c.points.emplace_back(l["streams"].get<double>(), l["ttft_p50_ms"].get<double>());
-        thr_c.points.emplace_back(l["streams"].get<double>(), l["throughput_tokens_per_s"].get<double>());
+      // Latency and throughput against concurrency.
+      Series ttft_c{"TTFT p50 ms", {}, true, "#1f6feb"}, thr_c{"tokens/s", {}, true, "#1a7f37"};
+      if (auto* c = find_mut(rc, "concurrency"); c && c->details.contains("levels"))
+        for (auto& l : c->details["levels"]) {
+          ttft_c.points.emplace_back(l["streams"].get<double>(), l["ttft_p50_ms"].get<double>());
+          thr_c.points.emplace_back(l["streams"].get<double>(), l["throughput_tokens_per_s"].get<double>());
+        }
+      p << figure("latency-vs-concurrency", "Median time to first token against parallel streams.",
+                  svg_chart("latency-vs-concurrency-svg", "parallel streams", "TTFT ms", {ttft_c}));
+      p << figure("throughput-vs-concurrency", "Output tokens per second against parallel streams.",
+                  svg_chart("throughput-vs-concurrency-svg", "parallel streams", "tokens/s", {thr_c}));
+
+      // TTFT against idle gap.
+      Series gap{"TTFT after the gap", {}, true, "#8250df"}, base{"back-to-back baseline", {}, true, "#999999"};
+      if (auto* c = find_mut(rc, "coldstart"); c && c->details.contains("gaps")) {
+        for (auto& g : c->details["gaps"]) gap.points.emplace_back(g["gap_s"].get<double>(), g["ttft_ms"].get<double>());
+        if (auto b = c->metrics.find("baseline_ttft_p50_ms"); b != c->metrics.end() && !gap.points.empty()) {
+          base.points.emplace_back(gap.points.front().first, b->second);
+          base.points.emplace_back(gap.points.back().first, b->second);
+        }
       }
-    p << figure("latency-vs-concurrency", "Median time to first token against parallel streams.",
-                svg_chart("latency-vs-concurrency-svg", "parallel streams", "TTFT ms", {ttft_c}));
-    p << figure("throughput-vs-concurrency", "Output tokens per second against parallel streams.",
-                svg_chart("throughput-vs-concurrency-svg", "parallel streams", "tokens/s", {thr_c}));
+      p << figure("ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.",
+                  svg_chart("ttft-vs-idle-gap-svg", "idle seconds", "TTFT ms", {gap, base}));
 
-    // TTFT against idle gap.
-    Series gap{"TTFT after the gap", {}, true, "#8250df"}, base{"back-to-back baseline", {}, true, "#999999"};
-    if (auto* c = find_mut(rc, "coldstart"); c && c->details.contains("gaps")) {
-      for (auto& g : c->details["gaps"]) gap.points.emplace_back(g["gap_s"].get<double>(), g["ttft_ms"].get<double>());
-      if (auto b = c->metrics.find("baseline_ttft_p50_ms"); b != c->metrics.end() && !gap.points.empty()) {
-        base.points.emplace_back(gap.points.front().first, b->second);
-        base.points.emplace_back(gap.points.back().first, b->second);
+      // Hop RTTs.
+      Series hops{"median RTT", {}, true, "#bf3989"};
+      if (auto* c = find_mut(rc, "path"); c && c->details.contains("addresses") && !c->details["addresses"].empty()) {
+        auto& a = c->details["addresses"][0];
+        if (a.contains("hops"))
+          for (auto& h : a["hops"]["table"])
+            if (h["p50_ms"].is_number()) hops.points.emplace_back(h["ttl"].get<double>(), h["p50_ms"].get<double>());
       }
-    }
-    p << figure("ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.",
-                svg_chart("ttft-vs-idle-gap-svg", "idle seconds", "TTFT ms", {gap, base}));
-
-    // Hop RTTs.
-    Series hops{"median RTT", {}, true, "#bf3989"};
-    if (auto* c = find_mut(rc, "path"); c && c->details.contains("addresses") && !c->details["addresses"].empty()) {
-      auto& a = c->details["addresses"][0];
-      if (a.contains("hops"))
-        for (auto& h : a["hops"]["table"])
-          if (h["p50_ms"].is_number()) hops.points.emplace_back(h["ttl"].get<double>(), h["p50_ms"].get<double>());
-    }
-    p << figure("hop-rtts", "Round trip to each hop of the path (first address).", svg_chart("hop-rtts-svg", "hop", "RTT ms", {hops}));
+      p << figure("hop-rtts", "Round trip to each hop of the path (first address).", svg_chart("hop-rtts-svg", "hop", "RTT ms", {hops}));
       o << p.str();
     } catch (const json::exception& e) {
       o << "<p>Plots: the details in these results are unreadable (" << html_escape(e.what()) << ").</p>\n";

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 
 namespace infdoctor::core {
@@ -46,9 +47,8 @@ const char* interrupt_name() {
   }
 }
 
-void request_interrupt(int sig) {
-  int expected = 0;
-  g_signal.compare_exchange_strong(expected, sig);
+Error interrupted_error() {
+  return make_error(ErrorCode::Interrupted, std::string("interrupted (") + interrupt_name() + ")");
 }
 
 bool sleep_until(SteadyTime t) {

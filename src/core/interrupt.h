@@ -3,19 +3,20 @@
 // flight are cancelled, no check starts, and what was measured is reported and saved, marked
 // partial. A second SIGINT ends the process at once (exit 130).
 #include "core/clock.h"
+#include "core/result.h"
 
 namespace infdoctor::core {
 
-// Installs the handlers (idempotent). Until then interrupted() is only set by request_interrupt().
+// Installs the handlers (idempotent).
 void install_interrupt_handlers();
-// True once SIGINT or SIGTERM arrived (or request_interrupt was called).
+// True once SIGINT or SIGTERM arrived.
 bool interrupted();
 // The signal that interrupted the run (SIGINT, SIGTERM), 0 when none.
 int interrupt_signal();
 // "SIGINT", "SIGTERM" or "" : for reports.
 const char* interrupt_name();
-// As if `sig` had arrived: for tests and for callers that cancel a run themselves.
-void request_interrupt(int sig);
+// The error of whatever the interrupt cut short: "interrupted (SIGINT)".
+Error interrupted_error();
 // Sleeps until `t` and returns true, or returns false as soon as the run is interrupted.
 bool sleep_until(SteadyTime t);
 

@@ -9,18 +9,13 @@
 namespace infdoctor::core {
 namespace {
 
-bool secret_param(std::string_view name) {
+// A query parameter or header whose name speaks of a secret.
+bool secret_name(std::string_view name) {
   std::string n(name);
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static constexpr std::array<std::string_view, 7> kWords = {"key", "token", "secret", "sig", "password", "auth",
-                                                             "credential"};
+  static constexpr std::array<std::string_view, 8> kWords = {"key",  "token", "secret",     "sig",
+                                                             "password", "auth", "credential", "cookie"};
   return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return n.find(w) != std::string::npos; });
-}
-
-std::string lower(std::string_view s) {
-  std::string n(s);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return n;
 }
 
 std::mutex g_secrets_mu;
@@ -28,12 +23,7 @@ std::vector<std::string> g_secrets;
 
 }  // namespace
 
-bool is_secret_header(std::string_view name) {
-  const std::string n = lower(name);
-  if (n == "cookie" || n == "set-cookie" || n == "api-key" || n == "x-api-key") return true;
-  static constexpr std::array<std::string_view, 5> kWords = {"auth", "key", "token", "secret", "cookie"};
-  return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return n.find(w) != std::string::npos; });
-}
+bool is_secret_header(std::string_view name) { return secret_name(name); }
 
 std::string redact_header_line(std::string_view line) {
   const auto colon = line.find(':');
@@ -83,7 +73,7 @@ std::string redact_url(std::string_view url) {
     if (!first) result += '&';
     first = false;
     const auto eq = part.find('=');
-    if (eq != std::string_view::npos && secret_param(part.substr(0, eq))) {
+    if (eq != std::string_view::npos && secret_name(part.substr(0, eq))) {
       result.append(part.substr(0, eq + 1));
       result += "REDACTED";
     } else {

@@ -10,8 +10,8 @@ namespace infdoctor::core {
 
 std::string redact_url(std::string_view url);
 
-// Authorization, Proxy-Authorization, api-key, x-api-key, Cookie, Set-Cookie and any name with
-// key, token, secret or auth in it.
+// Authorization, Proxy-Authorization, api-key, x-api-key, Cookie, Set-Cookie: any name with key,
+// token, secret, sig, password, auth, credential or cookie in it (the same test as query keys).
 bool is_secret_header(std::string_view name);
 // "Name: value" with the value replaced by REDACTED when the name is a secret one.
 std::string redact_header_line(std::string_view line);

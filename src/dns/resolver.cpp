@@ -207,7 +207,7 @@ Lookup query(const Server& server, const std::string& host, Family family, const
   out.timeouts = st.timeouts;
   out.records = std::move(st.records);
   if (st.status != ARES_SUCCESS && core::interrupted()) {
-    out.status = core::make_error(ErrorCode::Interrupted, std::string(core::error_info(ErrorCode::Interrupted).text));
+    out.status = core::interrupted_error();
   } else if (st.status != ARES_SUCCESS) {
     const ErrorCode code = code_of(st.status);
     out.status = core::make_error(code, std::string(core::error_info(code).text), ares_strerror(st.status));

@@ -503,7 +503,7 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       // Ctrl-C: every transfer still running ends now, marked as interrupted.
       for (auto& t : transfers) {
         if (!t->easy || t->finished) continue;
-        t->abort_reason = Error{ErrorCode::Interrupted, std::string(core::error_info(ErrorCode::Interrupted).text), {}};
+        t->abort_reason = core::interrupted_error();
         curl_multi_remove_handle(impl_->multi, t->easy);
         finish(*t, CURLE_ABORTED_BY_CALLBACK, impl_->ledger);
       }
