@@ -258,7 +258,10 @@ core::SteadyTime CheckContext::deadline() const {
 }
 
 namespace {
-double setup_ms(const api::RequestSample& s) {
+// Time before the request left: DNS, connect and TLS on a fresh connection, and on any connection
+// the time a transfer waited while libcurl wrote its siblings' requests.
+double before_sent_ms(const api::RequestSample& s) {
+  if (s.request_sent_ms) return *s.request_sent_ms;
   if (s.connection_reused) return 0;
   return s.dns_ms.value_or(0) + s.connect_ms.value_or(0) + s.tls_ms.value_or(0);
 }
@@ -282,12 +285,12 @@ Cost cost_of(const std::vector<Step>& steps) {
 
 std::optional<double> server_ttft_ms(const api::RequestSample& s) {
   if (!s.ok || !s.ttft_ms) return std::nullopt;
-  return *s.ttft_ms - setup_ms(s);
+  return *s.ttft_ms - before_sent_ms(s);
 }
 
 std::optional<double> server_total_ms(const api::RequestSample& s) {
   if (!s.ok || !s.total_ms) return std::nullopt;
-  return *s.total_ms - setup_ms(s);
+  return *s.total_ms - before_sent_ms(s);
 }
 
 nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& label) {

@@ -196,8 +196,9 @@ class CheckContext {
   FailureStreak run_streak_{kRunFailureLimit};  // failed model requests in a row, across checks
 };
 
-// Time to first token without the request's own connection setup (DNS, connect and TLS of a
-// fresh connection): what the server took, comparable between fresh and reused connections.
+// Time to first token from the moment the request was written to the socket: without connection
+// setup (DNS, connect, TLS) and without the client's own wait behind concurrent requests; what the
+// server took (and the wire), comparable between fresh and reused connections.
 std::optional<double> server_ttft_ms(const api::RequestSample& s);
 // The same for the end of the stream (last content event), or the whole non-streamed response.
 std::optional<double> server_total_ms(const api::RequestSample& s);

@@ -48,7 +48,10 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     if (r.is_tls) s.tls_ms = diff_ms(r.times.appconnect, r.times.connect);
   }
   s.ttfb_ms = ms(r.ttfb());
-  s.server_wait_ms = diff_ms(r.ttfb(), r.times.pretransfer);
+  s.request_sent_ms = ms(r.request_out_at);
+  // From the request leaving, on our own clock; libcurl's pretransfer counts from its own start,
+  // which on a reused connection lies after the time a transfer waited behind its siblings.
+  s.server_wait_ms = r.request_out_at ? diff_ms(r.ttfb(), r.request_out_at) : diff_ms(r.ttfb(), r.times.pretransfer);
   s.transfer_ms = ms(r.times.total);
   s.client_start_lag_ms = ms(r.start_lag);
   s.ok = true;
@@ -146,6 +149,7 @@ nlohmann::json to_json(const RequestSample& s) {
       {"dns_ms", opt(s.dns_ms)},
       {"connect_ms", opt(s.connect_ms)},
       {"tls_ms", opt(s.tls_ms)},
+      {"request_sent_ms", opt(s.request_sent_ms)},
       {"server_wait_ms", opt(s.server_wait_ms)},
       {"ttfb_ms", opt(s.ttfb_ms)},
       {"first_event_ms", opt(s.first_event_ms)},

@@ -4,6 +4,7 @@
 //   dns_ms      libcurl namelookup
 //   connect_ms  TCP connect, after DNS
 //   tls_ms      TLS handshake, after connect (absent on plain HTTP)
+//   request_sent_ms  the request headers (and a small body) written to the socket, from the start
 //   ttfb_ms     first response byte, from the request's start (stamped by infdoctor)
 //   ttft_ms     first SSE event carrying content, stamped on arrival, from the request's start
 //   total_ms    last content event (end-to-end), not the usage chunk or [DONE]
@@ -34,7 +35,7 @@ struct RequestSample {
   std::string request_id;
   std::string remote_ip;
   bool connection_reused = false;
-  std::optional<double> dns_ms, connect_ms, tls_ms, server_wait_ms, ttfb_ms, first_event_ms, ttft_ms,
+  std::optional<double> dns_ms, connect_ms, tls_ms, request_sent_ms, server_wait_ms, ttfb_ms, first_event_ms, ttft_ms,
       total_ms, transfer_ms, tpot_ms, output_tokens_per_s, events_per_token;
   std::optional<std::int64_t> prompt_tokens, output_tokens;
   bool tokens_from_usage = false;

@@ -127,6 +127,7 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   r.get("flush_interval_ms", m.flush_interval_ms, 0, kMaxMs);
   r.get_bool("timing_headers", m.timing_headers);
   r.get_bool("role_chunk", m.role_chunk);
+  r.get_bool("stamp_tokens", m.stamp_tokens);
   if (const json* fs = r.child("faults")) {
     if (!fs->is_array()) {
       r.fail(path + ".faults", "must be an array");

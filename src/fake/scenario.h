@@ -47,6 +47,10 @@ struct ModelSpec {
   double flush_interval_ms = 0;      // a buffering proxy: events leave on this grid
   bool timing_headers = false;       // x-queue-time, server-timing, openai-processing-ms
   bool role_chunk = true;            // a role-only first chunk, sent with the headers
+  // Instead of words, each content event carries "ARRIVED/SENT;": the steady-clock microseconds at
+  // which the request arrived and the event was written, so a benchmark can tell the fake's own
+  // scheduling from the error of the client that timed it (both share CLOCK_MONOTONIC).
+  bool stamp_tokens = false;
   std::vector<FaultRule> faults;
 };
 

@@ -38,6 +38,10 @@ Clock::duration from_ms(double ms) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
 }
 
+long long micros_of(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
 // Per-model state shared by the connections: request counter, slots, idleness.
 struct ModelState {
   ModelSpec spec;
@@ -510,9 +514,17 @@ struct Server::Impl {
       std::string text;
       for (int i = sent; i < sent + k; ++i) text += kWords[i % std::size(kWords)];
       sent += k;
-      const std::string ev =
-          event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + text + "\"},\"finish_reason\":null}]}");
+      const auto content_event = [&](const std::string& t) {
+        return event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + t + "\"},\"finish_reason\":null}]}");
+      };
       const auto release = flush_time_for(produced);
+      if (spec.stamp_tokens) {  // the stamp is taken after the wait, just before the write
+        if (!sleep_until(release)) return false;
+        if (!send(content_event(std::to_string(micros_of(arrived)) + "/" + std::to_string(micros_of(Clock::now())) + ";")))
+          return false;
+        continue;
+      }
+      const std::string ev = content_event(text);
       if (!held.empty() && release != pending_flush) {
         if (!sleep_until(pending_flush) || !send(held)) return false;
         held.clear();

@@ -56,8 +56,18 @@ bool is_connected(curl_socket_t fd) {
   return ::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
 }
 
+// When the event loop last learned that sockets had data: bytes read while serving that wake-up
+// are stamped with it, so the 256th stream of a burst is not stamped later than the first because
+// its turn to be read came later. Bytes that arrive while the batch is served share the stamp,
+// early by at most the batch's processing time; a response to a request written during the batch
+// came after it, and is stamped when read. Outside a wake-up: the time of reading.
+struct ArrivalClock {
+  std::optional<core::SteadyTime> ready_at;
+};
+
 // One transfer: the easy handle, the request it serves and what was seen so far.
 struct Transfer {
+  const ArrivalClock* arrivals = nullptr;
   Request* req = nullptr;
   Response resp;
   CURL* easy = nullptr;
@@ -67,12 +77,19 @@ struct Transfer {
   core::SteadyTime added;                     // when handed to the multi handle
   std::optional<core::SteadyTime> first_header;
   std::optional<core::SteadyTime> socket_opened;  // the first socket libcurl opened for it
+  std::optional<core::SteadyTime> request_out;    // the request headers were written to the socket
   std::size_t header_bytes = 0;
   bool body_to_sink = false;                  // decided once per response, at the first body byte
   bool decided = false;
   std::optional<Error> abort_reason;
   bool finished = false;
   std::vector<curl_socket_t> sockets;         // opened for this transfer (several with happy eyeballs)
+
+  core::SteadyTime arrival() const {
+    const auto& ready = arrivals->ready_at;
+    if (ready && (!request_out || *request_out <= *ready)) return *ready;
+    return core::SteadyClock::now();
+  }
 
   ~Transfer() {
     if (easy) curl_easy_cleanup(easy);
@@ -87,6 +104,14 @@ curl_socket_t on_open_socket(void* user, curlsocktype, curl_sockaddr* addr) {
   const curl_socket_t fd = ::socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
   if (fd >= 0) t->sockets.push_back(fd);
   return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+// libcurl reports the request headers after writing them (with a small body, in the same write).
+// Only that moment is kept; nothing libcurl passes here is looked at, logged or stored.
+int on_debug(CURL*, curl_infotype type, char*, size_t, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  if (type == CURLINFO_HEADER_OUT && !t->request_out) t->request_out = core::SteadyClock::now();
+  return 0;
 }
 
 // Registered on the client's ledger, which outlives every connection in libcurl's cache.
@@ -122,7 +147,7 @@ std::optional<TlsInfo> read_tls(CURL* easy) {
 
 size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
-  const auto now = core::SteadyClock::now();
+  const auto now = t->arrival();
   const size_t n = size * nmemb;
   if (!t->first_header) {
     t->first_header = now;
@@ -151,7 +176,7 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
 
 size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
-  const auto arrived = core::SteadyClock::now();
+  const auto arrived = t->arrival();
   const size_t n = size * nmemb;
   if (!t->decided) {
     long code = 0;
@@ -254,6 +279,11 @@ void setup(Transfer& t, SocketLedger& ledger) {
   curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &t);
   curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &on_close_socket);
   curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &ledger);
+  // The debug callback is the one place libcurl says when the request left; with it set,
+  // VERBOSE prints nothing.
+  curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, &on_debug);
+  curl_easy_setopt(e, CURLOPT_DEBUGDATA, &t);
+  curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // phase timers add up over redirects
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
@@ -335,6 +365,7 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   }
   r.start_lag = core::elapsed_us(t.added, r.started);
   if (t.first_header) r.first_byte_at = core::elapsed_us(r.started, *t.first_header);
+  if (t.request_out && *t.request_out >= r.started) r.request_out_at = core::elapsed_us(r.started, *t.request_out);
 
   t.finished = true;
   bool tcp_connected = r.times.connect.has_value();
@@ -365,6 +396,7 @@ struct EventLoop {
   CURLM* multi = nullptr;
   int epfd = -1;
   std::optional<core::SteadyTime> timer;  // when libcurl wants curl_multi_socket_action(TIMEOUT)
+  ArrivalClock arrivals;
 };
 
 int on_socket(CURL*, curl_socket_t s, int what, void* userp, void* socketp) {
@@ -472,6 +504,7 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       continue;
     }
     setup(*t, impl_->ledger);
+    t->arrivals = &impl_->loop.arrivals;
     curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t.get());
     t->resp.started_wall = std::chrono::system_clock::now();
     t->added = core::SteadyClock::now();
@@ -515,8 +548,9 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*loop.timer - core::SteadyClock::now()).count();
       wait_ms = static_cast<int>(std::clamp<long long>(ms, 0, 50));
     }
-    epoll_event events[64];
-    const int n = ::epoll_wait(loop.epfd, events, 64, wait_ms);
+    epoll_event events[256];
+    const int n = ::epoll_wait(loop.epfd, events, 256, wait_ms);
+    if (n > 0) loop.arrivals.ready_at = core::SteadyClock::now();
     for (int i = 0; i < n; ++i) {
       int mask = 0;
       if (events[i].events & EPOLLIN) mask |= CURL_CSELECT_IN;
@@ -524,6 +558,7 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       if (events[i].events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
       curl_multi_socket_action(impl_->multi, events[i].data.fd, mask, &running);
     }
+    loop.arrivals.ready_at.reset();
     if (loop.timer && core::SteadyClock::now() >= *loop.timer) {
       loop.timer.reset();
       curl_multi_socket_action(impl_->multi, CURL_SOCKET_TIMEOUT, 0, &running);

@@ -75,6 +75,7 @@ struct Response {
   std::chrono::system_clock::time_point started_wall;
   core::SteadyTime started;   // steady stamp of libcurl's transfer start (see client.cpp)
   std::optional<Micros> first_byte_at;  // our stamp of the first response byte, from `started`
+  std::optional<Micros> request_out_at; // our stamp of the request headers written, from `started`
   std::optional<Micros> start_lag;      // from handing the request to libcurl to its transfer start
   std::int64_t bytes_sent = 0;      // request headers and body
   std::int64_t bytes_received = 0;  // response headers and body

@@ -46,7 +46,11 @@ TEST_CASE("a streamed sample: phases, TTFT, TPOT, inter-token gaps") {
   CHECK(*s.connect_ms == doctest::Approx(2.0));
   CHECK(*s.tls_ms == doctest::Approx(6.0));
   CHECK(*s.ttfb_ms == doctest::Approx(20.0));
-  CHECK(*s.server_wait_ms == doctest::Approx(10.9));
+  CHECK(*s.server_wait_ms == doctest::Approx(10.9));  // without our stamp: from libcurl's pretransfer
+  r.request_out_at = core::Micros(12000);  // with it: from the request leaving, on our clock
+  const RequestSample stamped = make_sample(r, nullptr, "m");
+  CHECK(*stamped.request_sent_ms == doctest::Approx(12.0));
+  CHECK(*stamped.server_wait_ms == doctest::Approx(8.0));
   CHECK(*s.first_event_ms == doctest::Approx(20.0));
   CHECK(*s.ttft_ms == doctest::Approx(100.0));   // the role-only chunk is not the first token
   CHECK(*s.total_ms == doctest::Approx(190.0));  // the last content event, not the usage chunk

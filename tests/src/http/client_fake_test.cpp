@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "api/chat.h"
 #include "stats/summary.h"
@@ -57,6 +58,10 @@ TEST_CASE("planted TTFT 300 ms and 20 ms per token over 64 tokens come back meas
       // The headers and the role-only chunk come at once; the first token does not.
       CHECK(*s.ttfb_ms < 100.0);
       CHECK(*s.first_event_ms < 100.0);
+      // The request leaves after connection setup and before the first response byte.
+      REQUIRE(s.request_sent_ms.has_value());
+      CHECK(*s.request_sent_ms >= *s.connect_ms + s.tls_ms.value_or(0));
+      CHECK(*s.request_sent_ms < *s.ttfb_ms);
       if (tls) {
         REQUIRE(s.tls_ms.has_value());
         CHECK(*s.tls_ms > 0.0);
@@ -76,6 +81,9 @@ TEST_CASE("a large upload: TTFB and TTFT count from the request's start, not fro
   REQUIRE_MESSAGE(s.ok, s.error_message);
   CHECK(*s.ttfb_ms == doctest::Approx(512).epsilon(0.05));
   CHECK(*s.ttft_ms == doctest::Approx(562).epsilon(0.05));
+  // The headers leave first; the body's upload stays inside the server-side time.
+  REQUIRE(s.request_sent_ms.has_value());
+  CHECK(*s.request_sent_ms < 100.0);
 }
 
 TEST_CASE("a second request on the same client reuses the connection") {
@@ -105,6 +113,8 @@ TEST_CASE("parallel streams through one multi handle") {
     CHECK(s.ok);
     CHECK(*s.output_tokens == 16);
     CHECK(*s.ttft_ms == doctest::Approx(100.0).epsilon(0.10 * test::kTimingSlack));
+    REQUIRE(s.request_sent_ms.has_value());
+    CHECK(*s.request_sent_ms <= *s.ttfb_ms);
   }
   // In parallel the batch takes about one request's time (100 + 15*10 ms), not eight.
   CHECK(wall_ms < 2 * 250.0);
@@ -124,6 +134,38 @@ TEST_CASE("slots=1 serves requests one after another") {
   CHECK(ttft[0] == doctest::Approx(100).epsilon(0.15));
   CHECK(ttft[1] == doctest::Approx(200).epsilon(0.15));
   CHECK(ttft[2] == doctest::Approx(300).epsilon(0.15));
+}
+
+TEST_CASE("stamped tokens: each event carries the fake's arrival and send times, which bracket the client's") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 30, "decode_ms_per_token": 10, "stamp_tokens": true}}})");
+  http::Client client;
+  api::ChatStream cs;
+  std::vector<http::Request> reqs{api::build_chat_request(endpoint_for(*server, false), chat("m", 8), false)};
+  reqs[0].sink = &cs;
+  const auto t0 = core::SteadyClock::now();
+  auto responses = client.perform_all(reqs);
+  cs.finish();
+  REQUIRE(responses[0].status.ok());
+  const auto us = [](core::SteadyTime t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  };
+  std::vector<long long> sent;
+  long long arrived = 0;
+  std::istringstream in(cs.text());
+  for (std::string stamp; std::getline(in, stamp, ';');) {
+    const auto slash = stamp.find('/');
+    REQUIRE(slash != std::string::npos);
+    arrived = std::stoll(stamp.substr(0, slash));
+    sent.push_back(std::stoll(stamp.substr(slash + 1)));
+  }
+  REQUIRE(sent.size() == 8);
+  REQUIRE(cs.content_event_times().size() == 8);
+  CHECK(arrived >= us(t0));  // one clock for both processes
+  CHECK((sent[0] - arrived) / 1000.0 == doctest::Approx(30).epsilon(0.2 * test::kTimingSlack));
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    CHECK(us(cs.content_event_times()[i]) >= sent[i]);  // received after it was sent
+    if (i > 0) CHECK((sent[i] - sent[i - 1]) / 1000.0 == doctest::Approx(10).epsilon(0.3 * test::kTimingSlack));
+  }
 }
 
 TEST_CASE("a buffering intermediary: several tokens per event") {
