@@ -170,7 +170,7 @@ class TransportCheck final : public Check {
     http::Request req;
     req.method = "GET";
     req.url = ep.url(path_);
-    if (!ep.api_key.empty()) req.headers.push_back("Authorization: Bearer " + ep.api_key);
+    ep.add_headers(req.headers);
     req.resolve = {pin};
     req.tls = ep.tls;
     req.fresh_connection = fresh;

@@ -7,18 +7,32 @@ namespace infdoctor::api {
 std::string Endpoint::url(const std::string& path) const {
   std::string b = base_url;
   while (!b.empty() && b.back() == '/') b.pop_back();
-  if (path.empty() || path.front() == '/') return b + path;
-  return b + "/" + path;
+  std::string u = path.empty() || path.front() == '/' ? b + path : b + "/" + path;
+  if (!query.empty()) u += (u.find('?') == std::string::npos ? "?" : "&") + query;
+  return u;
+}
+
+std::string Endpoint::chat_path() const { return flavour == Flavour::Anthropic ? "/messages" : "/chat/completions"; }
+
+void Endpoint::add_headers(std::vector<std::string>& out) const {
+  if (!api_key.empty()) {
+    switch (auth) {
+      case Auth::Bearer: out.push_back("Authorization: Bearer " + api_key); break;
+      case Auth::ApiKey: out.push_back("api-key: " + api_key); break;
+      case Auth::XApiKey: out.push_back("x-api-key: " + api_key); break;
+    }
+  }
+  out.insert(out.end(), headers.begin(), headers.end());
 }
 
 http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bool fresh_connection) {
   http::Request req;
   req.method = "POST";
-  req.url = ep.url("/chat/completions");
+  req.url = ep.url(ep.chat_path());
   req.headers.push_back("Content-Type: application/json");
   req.headers.push_back(chat.stream ? "Accept: text/event-stream" : "Accept: application/json");
-  if (!ep.api_key.empty()) req.headers.push_back("Authorization: Bearer " + ep.api_key);
-  req.body = build_chat_body(chat);
+  ep.add_headers(req.headers);
+  req.body = build_chat_body(chat, ep.flavour);
   req.resolve = ep.resolve;
   req.tls = ep.tls;
   req.fresh_connection = fresh_connection;
@@ -34,7 +48,7 @@ std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, c
   reqs.reserve(chats.size());
   for (const auto& c : chats) {
     reqs.push_back(build_chat_request(ep, c, fresh_connection));
-    streams.push_back(c.stream ? std::make_unique<ChatStream>() : nullptr);
+    streams.push_back(c.stream ? std::make_unique<ChatStream>(ep.flavour) : nullptr);
     reqs.back().sink = streams.back().get();
   }
   auto responses = client.perform_all(reqs);
@@ -42,7 +56,7 @@ std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, c
   out.reserve(chats.size());
   for (std::size_t i = 0; i < chats.size(); ++i) {
     if (streams[i]) streams[i]->finish();
-    out.push_back(make_sample(responses[i], streams[i].get(), chats[i].model));
+    out.push_back(make_sample(responses[i], streams[i].get(), chats[i].model, ep.flavour));
   }
   return out;
 }

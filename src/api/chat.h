@@ -12,13 +12,21 @@ namespace infdoctor::api {
 
 struct Endpoint {
   std::string base_url;  // e.g. https://api.example.com/v1
-  std::string api_key;   // sent as a bearer token; never printed or saved
+  std::string api_key;   // sent as `auth` says; never printed or saved
+  std::string key_env;   // the environment variable it came from (repro.sh reads it there)
+  Flavour flavour = Flavour::OpenAI;
+  Auth auth = Auth::Bearer;
+  std::string query;                 // appended to every URL (Azure's api-version)
+  std::vector<std::string> headers;  // sent with every request (anthropic-version)
   http::TlsOptions tls;
   std::vector<std::string> resolve;  // CURLOPT_RESOLVE pins
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds connect_timeout{10000};
 
-  std::string url(const std::string& path) const;  // base_url + path, one slash between
+  std::string url(const std::string& path) const;  // base_url + path, one slash between, + ?query
+  std::string chat_path() const;  // /chat/completions, or /messages for Anthropic
+  // The key (in the flavour's header) and the preset's own headers.
+  void add_headers(std::vector<std::string>& headers) const;
 };
 
 http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bool fresh_connection);

@@ -60,14 +60,14 @@ std::optional<ApiError> error_from_json(const json& j) {
 
 }  // namespace
 
-std::string build_chat_body(const ChatRequest& r) {
+std::string build_chat_body(const ChatRequest& r, Flavour f) {
   json body = {
       {"model", r.model},
       {"messages", json::array({{{"role", "user"}, {"content", r.prompt}}})},
       {"max_tokens", r.max_tokens},
       {"stream", r.stream},
   };
-  if (r.stream && r.include_usage) body["stream_options"] = {{"include_usage", true}};
+  if (f == Flavour::OpenAI && r.stream && r.include_usage) body["stream_options"] = {{"include_usage", true}};
   if (r.temperature) body["temperature"] = *r.temperature;
   std::string out = body.dump();
   if (r.pad_bytes > 0) {
@@ -97,12 +97,27 @@ std::optional<ApiError> parse_error_body(std::string_view body) {
   return error_from_json(j);
 }
 
-core::Result<ChatResponse> parse_chat_response(std::string_view body) {
+core::Result<ChatResponse> parse_chat_response(std::string_view body, Flavour f) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return core::make_error(core::ErrorCode::MalformedStream, "response body is not a JSON object");
   if (auto e = error_from_json(j))
     return core::make_error(core::ErrorCode::StreamError, "server returned an error: " + e->message);
+  if (f == Flavour::Anthropic) {
+    auto content = j.find("content");
+    if (content == j.end() || !content->is_array())
+      return core::make_error(core::ErrorCode::MalformedStream, "response has no content blocks");
+    ChatResponse out;
+    out.id = str_or_empty(j, "id");
+    for (const auto& b : *content)
+      if (b.is_object() && str_or_empty(b, "type") == "text") out.content += str_or_empty(b, "text");
+    out.finish_reason = str_or_empty(j, "stop_reason");
+    if (auto u = j.find("usage"); u != j.end()) {
+      out.usage.prompt_tokens = int_or_none(*u, "input_tokens");
+      out.usage.completion_tokens = int_or_none(*u, "output_tokens");
+    }
+    return out;
+  }
   auto choices = j.find("choices");
   if (choices == j.end() || !choices->is_array() || choices->empty() || !choices->front().is_object())
     return core::make_error(core::ErrorCode::MalformedStream, "response has no choices");
@@ -154,6 +169,10 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
     if (!error_) error_ = error_from_json(j);
     return;
   }
+  if (flavour_ == Flavour::Anthropic) {
+    if (on_anthropic_event(j)) content_times_.push_back(arrived);
+    return;
+  }
   if (id_.empty()) id_ = str_or_empty(j, "id");
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
     Usage parsed = parse_usage(*u);
@@ -174,9 +193,7 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
       auto d = c.find("delta");
       if (d == c.end() || !d->is_object()) continue;
       if (nonempty_string(*d, "content")) {
-        const auto& s = (*d)["content"].get_ref<const std::string&>();
-        text_bytes_ += s.size();
-        if (text_.size() < kMaxKeptText) text_.append(s.substr(0, kMaxKeptText - text_.size()));
+        add_text((*d)["content"].get_ref<const std::string&>());
         content = true;
       }
       if (nonempty_string(*d, "reasoning_content") || nonempty_string(*d, "reasoning")) content = true;
@@ -184,6 +201,46 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
     }
   }
   if (content) content_times_.push_back(arrived);
+}
+
+void ChatStream::add_text(const std::string& s) {
+  text_bytes_ += s.size();
+  if (text_.size() < kMaxKeptText) text_.append(s.substr(0, kMaxKeptText - text_.size()));
+}
+
+bool ChatStream::on_anthropic_event(const json& j) {
+  const std::string type = str_or_empty(j, "type");
+  if (type == "message_start") {
+    if (auto m = j.find("message"); m != j.end() && m->is_object()) {
+      if (id_.empty()) id_ = str_or_empty(*m, "id");
+      if (auto u = m->find("usage"); u != m->end() && u->is_object())
+        if (auto n = int_or_none(*u, "input_tokens")) usage_.prompt_tokens = n;
+    }
+    return false;
+  }
+  if (type == "message_delta") {
+    if (auto d = j.find("delta"); d != j.end() && d->is_object())
+      if (std::string sr = str_or_empty(*d, "stop_reason"); !sr.empty()) finish_reason_ = sr;
+    if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+      if (auto n = int_or_none(*u, "output_tokens")) usage_.completion_tokens = n;
+      if (auto n = int_or_none(*u, "input_tokens")) usage_.prompt_tokens = n;
+    }
+    return false;
+  }
+  if (type == "message_stop") {
+    done_ = true;
+    return false;
+  }
+  if (type != "content_block_delta") return false;  // ping, content_block_start/stop
+  auto d = j.find("delta");
+  if (d == j.end() || !d->is_object()) return false;
+  const std::string dt = str_or_empty(*d, "type");
+  if (dt == "text_delta" && nonempty_string(*d, "text")) {
+    add_text((*d)["text"].get_ref<const std::string&>());
+    return true;
+  }
+  return (dt == "thinking_delta" && nonempty_string(*d, "thinking")) ||
+         (dt == "input_json_delta" && nonempty_string(*d, "partial_json"));
 }
 
 }  // namespace infdoctor::api

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/flavour.h"
 #include "core/clock.h"
 #include "core/result.h"
 #include "http/client.h"
@@ -26,7 +27,8 @@ struct ChatRequest {
   std::size_t pad_bytes = 0;               // JSON whitespace added to the body (same tokens)
 };
 
-std::string build_chat_body(const ChatRequest& r);
+// The request body in the endpoint's flavour (Anthropic: no stream_options, usage comes anyway).
+std::string build_chat_body(const ChatRequest& r, Flavour f = Flavour::OpenAI);
 
 // A prompt of about `tokens` tokens for common BPE vocabularies: short, frequent English words,
 // each one token with its leading space. Calibrate against the server's usage; this is a guess.
@@ -53,13 +55,16 @@ struct ChatResponse {
   std::string finish_reason;
   Usage usage;
 };
-core::Result<ChatResponse> parse_chat_response(std::string_view body);
+core::Result<ChatResponse> parse_chat_response(std::string_view body, Flavour f = Flavour::OpenAI);
 
 // The streamed response. Content events are those carrying text, reasoning or a tool-call delta:
 // a role-only or empty chunk is an event but not a token.
+// Anthropic Messages: content_block_delta events carry the tokens, message_start and
+// message_delta the usage, message_stop ends the stream (as [DONE] does for OpenAI).
 class ChatStream final : public http::BodySink {
  public:
   static constexpr std::size_t kMaxKeptText = 4096;
+  explicit ChatStream(Flavour f = Flavour::OpenAI) : flavour_(f) {}
 
   bool on_body(std::string_view bytes, core::SteadyTime arrived) override;
   // Call once the transfer ended: a truncated final event is recorded as malformed.
@@ -84,6 +89,10 @@ class ChatStream final : public http::BodySink {
 
  private:
   void on_event(const http::SseEvent& ev, core::SteadyTime arrived);
+  bool on_anthropic_event(const nlohmann::json& j);  // true when it carried content
+  void add_text(const std::string& s);
+
+  Flavour flavour_;
 
   http::SseParser parser_;
   std::vector<http::SseEvent> pending_;

@@ -30,7 +30,8 @@ void fail(RequestSample& s, core::ErrorCode code, std::string message, std::stri
 
 }  // namespace
 
-RequestSample make_sample(const http::Response& r, const ChatStream* stream, const std::string& model) {
+RequestSample make_sample(const http::Response& r, const ChatStream* stream, const std::string& model,
+                          Flavour flavour) {
   RequestSample s;
   s.started_at = core::rfc3339_utc(r.started_wall);
   s.model = model;
@@ -71,7 +72,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
 
   if (stream == nullptr) {
     if (s.ok) {
-      auto parsed = parse_chat_response(r.body);
+      auto parsed = parse_chat_response(r.body, flavour);
       if (!parsed.ok()) {
         fail(s, parsed.error().code, parsed.error().message, "receive");
       } else {

@@ -51,7 +51,8 @@ struct RequestSample {
 };
 
 // Builds the sample of a streamed request (stream != nullptr) or of a non-streamed one.
-RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model);
+RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model,
+                          Flavour flavour = Flavour::OpenAI);
 
 nlohmann::json to_json(const RequestSample& s);
 

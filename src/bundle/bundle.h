@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/flavour.h"
 #include "core/result.h"
 #include "run/runner.h"
 
@@ -20,6 +21,11 @@ struct Context {
   std::string api_key_env;   // the variable repro.sh reads the key from
   std::vector<std::string> models;
   std::string base_url;      // as given; redacted before use
+  // Flavour, key header, query and preset headers as repro.sh must send them (never the key).
+  api::Flavour flavour = api::Flavour::OpenAI;
+  api::Auth auth = api::Auth::Bearer;
+  std::string query;
+  std::vector<std::string> headers;
   std::vector<rules::RuleFile> rules;
   bool partial = false;      // interrupted: the bundle holds what was measured before
 };

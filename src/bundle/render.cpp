@@ -241,22 +241,32 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
 std::string render_repro(const Context& ctx) {
   std::ostringstream o;
   const std::string base = core::redact_url(ctx.base_url);
+  const std::string var = "${" + ctx.api_key_env + ":-}";
+  std::string key_header = "Authorization: Bearer " + var;
+  if (ctx.auth == api::Auth::ApiKey) key_header = "api-key: " + var;
+  if (ctx.auth == api::Auth::XApiKey) key_header = "x-api-key: " + var;
+  std::string headers = "-H \"" + key_header + "\"";
+  for (const auto& h : ctx.headers) headers += " -H " + shell_quote(h);
+  const std::string query = ctx.query.empty() ? "" : "?" + ctx.query;
+  const bool anthropic = ctx.flavour == api::Flavour::Anthropic;
   o << "#!/bin/sh\n# Reproduces infdoctor's requests with curl, with the phase timings curl measures.\n"
     << "# The API key is read from $" << ctx.api_key_env << " at run time; it is not in this file.\n"
     << "set -eu\nBASE_URL=${BASE_URL:-" << shell_quote(base) << "}\n"
     << "TIMING='\\nnamelookup %{time_namelookup}s connect %{time_connect}s tls %{time_appconnect}s "
     << "first byte %{time_starttransfer}s total %{time_total}s http %{http_code}\\n'\n\n"
     << "echo '== GET /models (transport check)'\n"
-    << "curl -sS -o /dev/null -w \"$TIMING\" -H \"Authorization: Bearer ${" << ctx.api_key_env << ":-}\" \"$BASE_URL/models\"\n";
+    << "curl -sS -o /dev/null -w \"$TIMING\" " << headers << " \"$BASE_URL/models" << query << "\"\n";
   for (const auto& m : ctx.models) {
     json body = {{"model", m},
                  {"messages", json::array({{{"role", "user"}, {"content", "Count from one to twenty."}}})},
                  {"max_tokens", 64},
-                 {"stream", true},
-                 {"stream_options", {{"include_usage", true}}}};
-    o << "\necho '== streamed chat completion, model " << m << " (watch the tokens arrive)'\n"
-      << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' -H \"Authorization: Bearer ${" << ctx.api_key_env
-      << ":-}\" \\\n  -d " << shell_quote(body.dump()) << " \"$BASE_URL/chat/completions\"\n";
+                 {"stream", true}};
+    if (!anthropic) body["stream_options"] = {{"include_usage", true}};
+    o << "\necho '== streamed " << (anthropic ? "message" : "chat completion") << ", model " << m
+      << " (watch the tokens arrive)'\n"
+      << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' " << headers << " \\\n  -d "
+      << shell_quote(body.dump()) << " \"$BASE_URL" << (anthropic ? "/messages" : "/chat/completions") << query
+      << "\"\n";
   }
   return o.str();
 }

@@ -11,8 +11,10 @@
 namespace infdoctor::cli {
 
 struct EndpointFlags {
-  std::string base_url;
-  std::string api_key_env = "OPENAI_API_KEY";
+  std::string preset;       // api::presets(): base URL, key header, flavour
+  std::string flavour;      // openai or anthropic; overrides the preset's
+  std::string base_url;     // --base-url; else the preset's; else $OPENAI_BASE_URL
+  std::string api_key_env;  // else the preset's; else OPENAI_API_KEY
   std::string api_key_file;
   std::string cacert;
   bool insecure = false;

@@ -130,7 +130,7 @@ int run_probe(const ProbeOptions& o) {
   chat.max_tokens = o.max_tokens;
   http::Client client;
   const api::RequestSample s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
-  const std::string url = core::redact_url(ep->url("/chat/completions"));
+  const std::string url = core::redact_url(ep->url(ep->chat_path()));
   if (o.json) {
     std::cout << core::scrub(probe_json(s).dump(2)) << '\n';
   } else if (s.ok) {

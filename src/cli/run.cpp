@@ -93,10 +93,10 @@ void print_plan(const run::RunPlan& plan, int max_requests) {
 
 // --dry-run: every step of every chosen check, with the model requests and their token cost.
 // Builds the checks from the options only: nothing is resolved, connected or sent.
-int print_dry_run(const run::RunPlan& plan, const RunOptions& o, const std::string& base_url) {
-  const std::string url = core::redact_url(base_url);
+int print_dry_run(const run::RunPlan& plan, const RunOptions& o, const api::Endpoint& ep) {
+  const std::string url = core::redact_url(ep.base_url);
   std::printf("infdoctor run --dry-run: nothing is sent. The plan against %s\n", url.c_str());
-  std::printf("(model requests are POST %s/chat/completions, streamed unless the step says not)\n\n", url.c_str());
+  std::printf("(model requests are POST %s%s, streamed unless the step says not)\n\n", url.c_str(), ep.chat_path().c_str());
   auto row = [](const std::string& check, const std::string& n, const std::string& model, const std::string& prompt,
                 const std::string& max_tokens, const std::string& what) {
     std::printf("  %-13s %8s  %-22s %12s %11s  %s\n", check.c_str(), n.c_str(), model.c_str(), prompt.c_str(),
@@ -172,7 +172,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (auto st = run::validate(plan); !st.ok()) return fail_config(st.error().message, st.error().detail);
-  if (o.dry_run) return print_dry_run(plan, o, ep->base_url);
+  if (o.dry_run) return print_dry_run(plan, o, ep.value());
   std::vector<std::string> rule_warnings;
   auto rule_set = run::load_rules(o.rules_dir, rule_warnings);
   for (const auto& w : rule_warnings) std::cerr << "infdoctor: warning: " << w << '\n';
@@ -219,8 +219,12 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   if (bundle_writer) {
     bundle::Context bc;
     bc.command_line = command_line;
-    bc.api_key_env = o.endpoint.api_key_env;
+    bc.api_key_env = ep->key_env.empty() ? "API_KEY" : ep->key_env;
     bc.base_url = ep->base_url;
+    bc.flavour = ep->flavour;
+    bc.auth = ep->auth;
+    bc.query = ep->query;
+    bc.headers = ep->headers;
     for (const auto& m : {o.model, o.small_model})
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rule_set->files;

@@ -75,6 +75,34 @@ std::string error_body(const std::string& message, const std::string& type, cons
   return j.dump();
 }
 
+// The Messages API's error shape: {"type": "error", "error": {"type", "message"}}.
+std::string anthropic_error_body(const std::string& message, const std::string& type) {
+  const std::string t = type == "rate_limit_error" ? "rate_limit_error"
+                        : type == "server_error"   ? "overloaded_error"
+                        : type == "invalid_request_error" ? "invalid_request_error" : "api_error";
+  return json{{"type", "error"}, {"error", {{"type", t}, {"message", message}}}}.dump();
+}
+
+ServedRequest served_entry(std::string model, Clock::time_point arrived, int status, std::string rid,
+                           std::size_t body_bytes) {
+  ServedRequest r;
+  r.model = std::move(model);
+  r.arrived = arrived;
+  r.status = status;
+  r.request_id = std::move(rid);
+  r.body_bytes = body_bytes;
+  return r;
+}
+
+// The key, from whichever header carried it.
+std::pair<std::string, std::string> presented_key(const bhttp::request<bhttp::string_body>& req) {
+  const std::string bearer(req[bhttp::field::authorization]);
+  if (!bearer.empty()) return {"authorization", bearer.substr(std::min<std::size_t>(7, bearer.size()))};
+  for (const char* h : {"x-api-key", "api-key"})
+    if (auto it = req.find(h); it != req.end()) return {h, std::string(it->value())};
+  return {"", ""};
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -115,7 +143,13 @@ struct Server::Impl {
     return std::uniform_real_distribution<double>(-ms, ms)(rng);
   }
 
-  void record(ServedRequest r) {
+  void record(ServedRequest r, const bhttp::request<bhttp::string_body>& req) {
+    r.request_line = std::string(req.method_string()) + " " + std::string(req.target());
+    r.key_header = presented_key(req).first;
+    if (auto it = req.find("anthropic-version"); it != req.end()) r.anthropic_version = std::string(it->value());
+    const json body = json::parse(req.body(), nullptr, false);
+    if (body.is_object())
+      for (const auto& [k, _] : body.items()) r.body_keys.push_back(k);
     std::lock_guard lock(mu);
     if (log.size() < kMaxLog) log.push_back(std::move(r));
   }
@@ -226,17 +260,22 @@ struct Server::Impl {
     if (target == "/health") return write_simple(stream, 200, "{\"status\":\"ok\"}", keep, base_headers);
     const bool is_models = target == "/v1/models" || target == "/models";
     const bool is_chat = target == "/v1/chat/completions" || target == "/chat/completions";
-    if (!is_models && !is_chat)
+    const bool is_messages = target == "/v1/messages" || target == "/messages";
+    if (is_messages) base_headers = {{"request-id", rid}};  // Anthropic's name for it
+    if (!is_models && !is_chat && !is_messages)
       return write_simple(stream, 404, error_body("no route for " + target, "invalid_request_error", "not_found"), keep,
                           base_headers);
     if (!scenario.api_key.empty()) {
-      const auto auth = req[bhttp::field::authorization];
       // Like some real providers, and worse: the key presented is echoed back whole, so tests can
-      // show infdoctor scrubs it from whatever it prints or saves.
-      if (auth != "Bearer " + scenario.api_key)
+      // show infdoctor scrubs it from whatever it prints or saves. Any of the three usual headers
+      // may carry it; tests check which one did.
+      const auto [header, key] = presented_key(req);
+      const std::string bearer(req[bhttp::field::authorization]);
+      if (key != scenario.api_key || (header == "authorization" && bearer.rfind("Bearer ", 0) != 0))
         return write_simple(stream, 401,
-                            error_body("Incorrect API key provided: " + std::string(auth.substr(std::min<std::size_t>(7, auth.size()))),
-                                       "invalid_request_error", "invalid_api_key"),
+                            is_messages ? anthropic_error_body("invalid x-api-key: " + key, "authentication_error")
+                                        : error_body("Incorrect API key provided: " + key, "invalid_request_error",
+                                                     "invalid_api_key"),
                             keep, base_headers);
     }
     if (is_models) {
@@ -249,7 +288,7 @@ struct Server::Impl {
     }
     if (req.method() != bhttp::verb::post)
       return write_simple(stream, 405, error_body("use POST", "invalid_request_error", ""), keep, base_headers);
-    return handle_chat(stream, req, arrived, rid, base_headers);
+    return handle_chat(stream, req, arrived, rid, base_headers, is_messages);
   }
 
   // A response whose header block never ends: a header line every millisecond, until the client
@@ -284,13 +323,17 @@ struct Server::Impl {
 
   template <typename Stream>
   bool handle_chat(Stream& stream, const bhttp::request<bhttp::string_body>& req, Clock::time_point arrived,
-                   const std::string& rid, std::vector<std::pair<std::string, std::string>> headers) {
+                   const std::string& rid, std::vector<std::pair<std::string, std::string>> headers,
+                   bool anthropic) {
     const bool keep = req.keep_alive();
     json body = json::parse(req.body(), nullptr, false);
+    const auto err_body = [&](const std::string& msg, const std::string& type, const std::string& code) {
+      return anthropic ? anthropic_error_body(msg, type) : error_body(msg, type, code);
+    };
     auto reply_error = [&](int status, const std::string& model, const std::string& msg, const std::string& type,
                            const std::string& code) {
-      record(ServedRequest{model, arrived, status, rid, req.body().size()});
-      return write_simple(stream, status, error_body(msg, type, code), keep, headers);
+      record(served_entry(model, arrived, status, rid, req.body().size()), req);
+      return write_simple(stream, status, err_body(msg, type, code), keep, headers);
     };
     if (body.is_discarded() || !body.is_object())
       return reply_error(400, "", "request body is not a JSON object", "invalid_request_error", "invalid_json");
@@ -310,6 +353,10 @@ struct Server::Impl {
     } else {
       return reply_error(400, model, "`messages` must be an array", "invalid_request_error", "invalid_messages");
     }
+    if (anthropic && !body.contains("max_tokens"))
+      return reply_error(400, model, "max_tokens: Field required", "invalid_request_error", "");
+    if (anthropic && body.contains("stream_options"))  // the Messages API refuses what it does not know
+      return reply_error(400, model, "stream_options: Extra inputs are not permitted", "invalid_request_error", "");
     int max_tokens = scenario.default_max_tokens;
     for (const char* key : {"max_tokens", "max_completion_tokens"})
       if (auto it = body.find(key); it != body.end() && it->is_number_integer()) max_tokens = it->get<int>();
@@ -342,7 +389,7 @@ struct Server::Impl {
         return reply_error(503, model, "The server is overloaded, try again later", "server_error", "overloaded");
       }
       if (f.kind == "endless_headers") {
-        record(ServedRequest{model, arrived, 200, rid, req.body().size()});
+        record(served_entry(model, arrived, 200, rid, req.body().size()), req);
         return endless_headers(stream);
       }
       if (!mid_fault) mid_fault = &f;
@@ -404,7 +451,7 @@ struct Server::Impl {
       headers.emplace_back("server-timing", st_hdr.str());
       headers.emplace_back("x-queue-time", std::to_string(static_cast<long long>(queue_ms)));
     }
-    record(ServedRequest{model, arrived, 200, rid, req.body().size()});
+    record(served_entry(model, arrived, 200, rid, req.body().size()), req);
 
     const std::string model_json = json(model).dump();
     const long long created = std::chrono::duration_cast<std::chrono::seconds>(
@@ -420,6 +467,16 @@ struct Server::Impl {
       if (spec.timing_headers) {
         const double proc = std::chrono::duration<double, std::milli>(Clock::now() - arrived).count();
         headers.emplace_back("openai-processing-ms", std::to_string(static_cast<long long>(proc)));
+      }
+      if (anthropic) {
+        const json msg = {{"id", "msg_" + rid},
+                          {"type", "message"},
+                          {"role", "assistant"},
+                          {"model", model},
+                          {"content", json::array({{{"type", "text"}, {"text", text}}})},
+                          {"stop_reason", n_out < max_tokens ? "end_turn" : "max_tokens"},
+                          {"usage", {{"input_tokens", prompt_tokens}, {"output_tokens", n_out}}}};
+        return write_simple(stream, 200, msg.dump(), keep, headers);
       }
       json out = {{"id", "chatcmpl-" + rid},
                   {"object", "chat.completion"},
@@ -452,9 +509,36 @@ struct Server::Impl {
       return !ec;
     };
     auto event = [&](const std::string& data) { return "data: " + data + "\n\n"; };
-    if (spec.role_chunk &&
-        !send(event(chunk_head + "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}")))
+    // Anthropic's stream: named events, the tokens in content_block_delta, usage at both ends.
+    const auto named = [](const char* name, const std::string& data) {
+      return std::string("event: ") + name + "\ndata: " + data + "\n\n";
+    };
+    const auto content_event = [&](const std::string& t) {
+      if (anthropic)
+        return named("content_block_delta",
+                     "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + t +
+                         "\"}}");
+      return event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + t + "\"},\"finish_reason\":null}]}");
+    };
+    if (anthropic) {
+      const json start = {{"type", "message_start"},
+                          {"message",
+                           {{"id", "msg_" + rid},
+                            {"type", "message"},
+                            {"role", "assistant"},
+                            {"model", model},
+                            {"content", json::array()},
+                            {"stop_reason", nullptr},
+                            {"usage", {{"input_tokens", prompt_tokens}, {"output_tokens", 1}}}}}};
+      if (!send(named("message_start", start.dump()) +
+                named("content_block_start",
+                      R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})") +
+                named("ping", R"({"type":"ping"})")))
+        return false;
+    } else if (spec.role_chunk &&
+               !send(event(chunk_head + "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}"))) {
       return false;
+    }
 
     // A buffering intermediary releases what it holds on a fixed grid after the first token.
     std::string held;
@@ -498,11 +582,11 @@ struct Server::Impl {
         if (mid_fault->kind == "invalid_json" && !send(event("{\"choices\":[{\"delta\":{\"content\":\" cut"))) return false;
         if (mid_fault->kind == "huge_event") {
           const std::string big(static_cast<std::size_t>(mid_fault->bytes), 'x');
-          if (!send(event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + big + "\"},\"finish_reason\":null}]}")))
-            return false;
+          if (!send(content_event(big))) return false;
         }
         if (mid_fault->kind == "error_event") {
-          if (!send(event(error_body("internal error while generating", "server_error", "internal_error")))) return false;
+          const std::string e = err_body("internal error while generating", "server_error", "internal_error");
+          if (!send(anthropic ? named("error", e) : event(e))) return false;
           break;
         }
         if (mid_fault->kind == "stall") {
@@ -514,9 +598,6 @@ struct Server::Impl {
       std::string text;
       for (int i = sent; i < sent + k; ++i) text += kWords[i % std::size(kWords)];
       sent += k;
-      const auto content_event = [&](const std::string& t) {
-        return event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + t + "\"},\"finish_reason\":null}]}");
-      };
       const auto release = flush_time_for(produced);
       if (spec.stamp_tokens) {  // the stamp is taken after the wait, just before the write
         if (!sleep_until(release)) return false;
@@ -537,7 +618,18 @@ struct Server::Impl {
       }
     }
     if (!held.empty() && (!sleep_until(pending_flush) || !send(held))) return false;
-    std::string tail = event(chunk_head + "{\"index\":0,\"delta\":{},\"finish_reason\":\"" + finish + "\"}]}");
+    std::string tail;
+    if (anthropic) {
+      tail = named("content_block_stop", R"({"type":"content_block_stop","index":0})") +
+             named("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"" +
+                                        std::string(n_out < max_tokens ? "end_turn" : "max_tokens") +
+                                        "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":" + std::to_string(sent) + "}}") +
+             named("message_stop", R"({"type":"message_stop"})");
+      if (!send(tail)) return false;
+      net::write(stream, bhttp::make_chunk_last(), ec);
+      return !ec && keep;
+    }
+    tail = event(chunk_head + "{\"index\":0,\"delta\":{},\"finish_reason\":\"" + finish + "\"}]}");
     if (include_usage) {
       tail += event(chunk_head + "],\"usage\":{\"prompt_tokens\":" + std::to_string(prompt_tokens) +
                     ",\"completion_tokens\":" + std::to_string(sent) +

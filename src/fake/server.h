@@ -1,6 +1,6 @@
 #pragma once
 // infdoctor-fake: a real HTTP/1.1 server (Boost.Beast, optionally TLS) speaking the OpenAI
-// chat-completions API, with the delays and faults of a Scenario planted per model. Tests, the
+// chat-completions API (/v1/chat/completions) and the Anthropic Messages API (/v1/messages), with the delays and faults of a Scenario planted per model. Tests, the
 // demo and the benchmarks measure against it. One thread per connection keeps each planted delay
 // a plain wait on an absolute steady-clock deadline.
 #include <chrono>
@@ -29,6 +29,12 @@ struct ServedRequest {
   int status = 0;
   std::string request_id;
   std::size_t body_bytes = 0;
+  // How it was asked: "POST /v1/messages?x=y", the header that carried the key ("authorization",
+  // "api-key", "x-api-key" or ""), the anthropic-version header, and the body's top-level keys.
+  std::string request_line;
+  std::string key_header;
+  std::string anthropic_version;
+  std::vector<std::string> body_keys;
 };
 
 class Server {

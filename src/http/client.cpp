@@ -452,7 +452,7 @@ bool is_kept_header(std::string_view n) {
       "x-queue-time", "x-inference-time", "x-time-per-token", "x-prompt-tokens", "x-generated-tokens",
       "x-envoy-upstream-service-time", "retry-after", "content-type", "server", "via", "x-cache", "age"};
   if (std::find(kKept.begin(), kKept.end(), n) != kKept.end()) return true;
-  return n.rfind("x-ratelimit-", 0) == 0;
+  return n.rfind("x-ratelimit-", 0) == 0 || n.rfind("anthropic-ratelimit-", 0) == 0;
 }
 
 std::optional<std::string> Response::header(std::string_view lower_name) const {

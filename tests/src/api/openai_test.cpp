@@ -183,4 +183,60 @@ TEST_CASE("malformed streams are counted, never thrown") {
   CHECK_FALSE(odd.usage().completion_tokens.has_value());
 }
 
+TEST_CASE("Anthropic Messages: the body, the stream's named events, usage from both ends") {
+  ChatRequest r;
+  r.model = "claude";
+  r.prompt = "hi";
+  r.max_tokens = 4;
+  const auto body = nlohmann::json::parse(build_chat_body(r, Flavour::Anthropic));
+  CHECK(body["max_tokens"] == 4);
+  CHECK(body["stream"] == true);
+  CHECK_FALSE(body.contains("stream_options"));  // the Messages API refuses it
+
+  ChatStream cs(Flavour::Anthropic);
+  const auto t0 = core::SteadyClock::now();
+  using namespace std::chrono_literals;
+  cs.on_body("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":"
+             "{\"input_tokens\":12,\"output_tokens\":1}}}\n\n"
+             "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+             "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n",
+             t0);
+  cs.on_body("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+             "{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n",
+             t0 + 50ms);
+  cs.on_body("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+             "{\"type\":\"text_delta\",\"text\":\" world\"}}\n\n",
+             t0 + 70ms);
+  CHECK_FALSE(cs.done_seen());
+  cs.on_body("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+             "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+             "\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+             t0 + 80ms);
+  cs.finish();
+  CHECK(cs.done_seen());
+  CHECK(cs.response_id() == "msg_1");
+  CHECK(cs.text() == "Hello world");
+  REQUIRE(cs.content_event_times().size() == 2);
+  CHECK(cs.content_event_times()[0] == t0 + 50ms);  // the first token, not message_start
+  CHECK(*cs.usage().prompt_tokens == 12);
+  CHECK(*cs.usage().completion_tokens == 2);
+  CHECK(cs.finish_reason() == "end_turn");
+  CHECK(cs.malformed_count() == 0);
+
+  ChatStream err(Flavour::Anthropic);
+  err.on_body("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+              t0);
+  REQUIRE(err.stream_error().has_value());
+  CHECK(err.stream_error()->message == "Overloaded");
+  CHECK(err.stream_error()->type == "overloaded_error");
+
+  const auto msg = parse_chat_response(
+      R"({"id":"msg_2","type":"message","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}})",
+      Flavour::Anthropic);
+  REQUIRE(msg.ok());
+  CHECK(msg->content == "Hi");
+  CHECK(*msg->usage.completion_tokens == 1);
+  CHECK(*msg->usage.prompt_tokens == 3);
+}
+
 }  // namespace infdoctor::api
