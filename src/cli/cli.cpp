@@ -23,6 +23,7 @@ int run(int argc, char** argv) {
   add_run_command(app, chosen);
   add_explain_command(app, chosen);
   add_demo_command(app, chosen);
+  add_history_command(app, chosen);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

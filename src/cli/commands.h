@@ -10,5 +10,7 @@ void add_probe_command(CLI::App& app, std::function<int()>& chosen);
 void add_run_command(CLI::App& app, std::function<int()>& chosen);
 void add_explain_command(CLI::App& app, std::function<int()>& chosen);
 void add_demo_command(CLI::App& app, std::function<int()>& chosen);
+void add_history_command(CLI::App& app, std::function<int()>& chosen);
+void add_compare_command(CLI::App& app, std::function<int()>& chosen);
 
 }  // namespace infdoctor::cli

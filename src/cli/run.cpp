@@ -10,6 +10,7 @@
 #include "checks/registry.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "history/history.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/endpoint_flags.h"
@@ -180,6 +181,13 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   auto slos = run::parse_slos(o.slo);
   if (!slos.ok()) return fail_config(slos.error().message);
 
+  std::unique_ptr<history::History> hist;
+  if (!o.history.empty()) {
+    auto h = history::History::open(o.history);
+    if (!h.ok()) return fail_config(h.error().message);
+    hist = std::move(h.value());
+  }
+
   std::unique_ptr<bundle::Writer> bundle_writer;
   std::unique_ptr<bundle::SampleLog> sample_log;
   if (!o.bundle.empty()) {
@@ -197,6 +205,12 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   ctx.set_max_requests(o.max_requests);
   if (sample_log) ctx.set_sample_sink([&](const nlohmann::json& s) { sample_log->append(s); });
   run::RunResult result = run::run_checks(plan, ctx);
+  const std::string history_target = core::redact_url(ep->base_url);
+  if (hist) {
+    auto past = hist->compare(run::flatten_metrics(result), history_target, o.model, result.started_at);
+    if (past.ok()) result.history_metrics = std::move(past.value());
+    else std::cerr << "infdoctor: warning: " << past.error().message << '\n';
+  }
   const auto metrics = run::flatten_metrics(result);
   result.diagnosis = rules::diagnose(rule_set.value(), metrics);
   std::vector<std::string> unmeasured;
@@ -216,6 +230,17 @@ int run_with(const RunOptions& o, const std::string& command_line) {
     }
   }
   const int code = run::exit_code(result);
+  if (hist) {
+    history::RunRecord rec;
+    rec.started_at = result.started_at;
+    rec.target = history_target;
+    rec.model = o.model;
+    rec.exit_code = code;
+    rec.top_finding = result.diagnosis.empty() ? "" : result.diagnosis.front().rule;
+    rec.partial = !result.interrupted_by.empty();
+    rec.metrics = metrics;
+    if (auto id = hist->record(rec); !id.ok()) std::cerr << "infdoctor: error: " << id.error().message << '\n';
+  }
   if (bundle_writer) {
     bundle::Context bc;
     bc.command_line = command_line;
@@ -296,6 +321,9 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       ->capture_default_str();
   cmd->add_flag("--dry-run", opts->dry_run,
                 "print every step the run would take, its model requests and their token cost; send nothing");
+  cmd->add_option("--history", opts->history,
+                  "keep this run's key metrics in an SQLite FILE, and compare against the same endpoint's past 7 "
+                  "days there (rules history.*); see `infdoctor history FILE`");
   cmd->add_option("--bundle", opts->bundle,
                   "write the evidence bundle to PATH: a directory, or a .tar.gz when PATH ends so");
   cmd->callback([opts, &chosen, cmd] {

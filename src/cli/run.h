@@ -27,6 +27,7 @@ struct RunOptions {
   std::string slo;
   std::string prom_out;
   std::string bundle;
+  std::string history;  // SQLite file of past runs (--history)
   double check_timeout_s = 120;
   bool dry_run = false;
 };

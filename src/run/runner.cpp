@@ -6,6 +6,7 @@
 #include "checks/registry.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "history/history.h"
 #include "rules/embedded.h"
 
 namespace infdoctor::run {
@@ -113,6 +114,8 @@ nlohmann::json to_json(const RunResult& r) {
   for (const auto& c : r.checks) checks[c.id] = checks::to_json(c);
   nlohmann::json run_metrics = nlohmann::json::object();
   for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
+  nlohmann::json history = nlohmann::json::object();
+  for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
   nlohmann::json diagnosis = nlohmann::json::array();
   for (const auto& f : r.diagnosis) diagnosis.push_back(rules::to_json(f));
   return {{"schema", "infdoctor.results/1"},
@@ -126,12 +129,14 @@ nlohmann::json to_json(const RunResult& r) {
           {"started_at", r.started_at},
           {"finished_at", r.finished_at},
           {"partial", !r.interrupted_by.empty()},
+          {"history", history},
           {"interrupted_by", r.interrupted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.interrupted_by)},
           {"checks", checks}};
 }
 
 std::map<std::string, double> flatten_metrics(const RunResult& r) {
   std::map<std::string, double> out = r.run_metrics;
+  out.insert(r.history_metrics.begin(), r.history_metrics.end());
   for (const auto& c : r.checks)
     for (const auto& [k, v] : c.metrics) out[c.id + "." + k] = v;
   return out;
@@ -142,6 +147,7 @@ std::vector<std::string> known_metrics() {
                                   "run.tls_verify_off",     "run.failed_count",       "run.timeout_count",
                                   "run.broken_stream_count", "run.server_error_count", "run.tls_failed_count"};
   for (const auto& m : checks::all_metrics()) out.push_back(m.name);
+  for (const auto& m : history::history_metric_names()) out.push_back(m);
   return out;
 }
 
@@ -250,6 +256,9 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
     if (j.contains("run"))
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
+    if (auto h = j.find("history"); h != j.end() && h->is_object())
+      for (const auto& [k, v] : h->items())
+        if (v.is_number()) r.history_metrics["history." + k] = v.get<double>();
     for (const auto& [id, c] : j.at("checks").items()) {
       checks::CheckResult cr;
       cr.id = id;

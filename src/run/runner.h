@@ -15,6 +15,7 @@ struct RunResult {
   std::string finished_at;
   std::vector<checks::CheckResult> checks;
   std::map<std::string, double> run_metrics;  // run.requests_count, run.rate_limited_count, ...
+  std::map<std::string, double> history_metrics;  // history.* against the endpoint's past (--history)
   std::vector<rules::Finding> diagnosis;
   // Set when SIGINT or SIGTERM cut the run short ("SIGINT"): the results are partial.
   std::string interrupted_by;

@@ -1,0 +1,283 @@
+#include "history/history.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace infdoctor::history {
+namespace {
+
+using core::ErrorCode;
+
+// A prepared statement, finalized with the object.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return s_; }
+  void bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  void bind(int i, long long v) { sqlite3_bind_int64(s_, i, v); }
+  int step() { return sqlite3_step(s_); }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  std::string text(int i) {
+    const auto* p = sqlite3_column_text(s_, i);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+core::Error db_error(sqlite3* db, const std::string& what) {
+  return core::Error{ErrorCode::ConfigError, "history: " + what + ": " + sqlite3_errmsg(db), {}};
+}
+
+// Each step takes the file from version i to i + 1; never edit one that has shipped.
+const char* const kMigrations[] = {
+    // 1: runs and their metrics
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, target TEXT NOT NULL,"
+    " model TEXT NOT NULL, exit_code INTEGER NOT NULL, top_finding TEXT NOT NULL DEFAULT '');"
+    "CREATE TABLE metrics(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, name TEXT NOT NULL,"
+    " value REAL NOT NULL, PRIMARY KEY(run_id, name)) WITHOUT ROWID;",
+    // 2: interrupted runs are marked; lookups by endpoint and time are indexed
+    "ALTER TABLE runs ADD COLUMN partial INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX runs_by_endpoint ON runs(target, model, started_at);",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A cold-start penalty this large is one; the coldstart rules use the same floor.
+constexpr double kColdPenaltyMs = 200;
+
+}  // namespace
+
+const std::vector<std::string>& kept_metrics() {
+  static const std::vector<std::string> k = {
+      "baseline.ttft_p50_ms",       "baseline.tpot_p50_ms",    "baseline.total_p50_ms", "transport.ttfb_p50_ms",
+      "transport.connect_p50_ms",   "transport.tls_p50_ms",    "path.tcp_rtt_p50_ms",   "dns.p50_ms",
+      "coldstart.penalty_ms",       "sweep.prefill_ms_per_token", "sweep.decode_ms_per_token",
+      "concurrency.knee_level_count", "run.requests_count",    "run.failed_count"};
+  return k;
+}
+
+std::vector<std::string> history_metric_names() {
+  return {"history.runs_count",
+          "history.ttft_p50_median_ms",
+          "history.ttft_p50_ratio",
+          "history.tpot_p50_median_ms",
+          "history.tpot_p50_ratio",
+          "history.ttfb_p50_median_ms",
+          "history.ttfb_p50_ratio",
+          "history.coldstart_penalty_median_ms",
+          "history.coldstart_appeared_hours_ago"};
+}
+
+core::Result<std::unique_ptr<History>> History::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  std::unique_ptr<History> h(new History(db));
+  if (rc != SQLITE_OK) return db_error(db, "cannot open " + path);
+  sqlite3_busy_timeout(db, 30000);  // another run holds the write lock: wait for it
+  if (auto st = h->exec("PRAGMA foreign_keys=ON"); !st.ok()) return st.error();
+  // WAL lets a reader (infdoctor history) go on while a run writes. Not fatal where the file
+  // system cannot do it: the rollback journal is just as safe, only less concurrent.
+  (void)h->exec("PRAGMA journal_mode=WAL");
+  if (auto st = h->migrate(); !st.ok()) {
+    core::Error e = st.error();
+    e.message = e.message + " (" + path + ")";
+    return e;
+  }
+  return h;
+}
+
+History::~History() { sqlite3_close_v2(db_); }
+
+core::Status History::exec(const std::string& sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+    core::Error e{ErrorCode::ConfigError, std::string("history: ") + (msg ? msg : sqlite3_errmsg(db_)), {}};
+    sqlite3_free(msg);
+    return e;
+  }
+  return {};
+}
+
+int History::schema_version() const {
+  Stmt s(db_, "PRAGMA user_version");
+  return s.ok() && s.step() == SQLITE_ROW ? sqlite3_column_int(s.get(), 0) : -1;
+}
+
+core::Status History::migrate() {
+  // The write lock first: two runs opening a new file at once migrate it once.
+  if (auto st = exec("BEGIN IMMEDIATE"); !st.ok()) return st;
+  const int v = schema_version();
+  if (v < 0) {
+    (void)exec("ROLLBACK");
+    return core::Error{ErrorCode::ConfigError, "history: not an SQLite database", {}};
+  }
+  if (v > kSchemaVersion) {
+    (void)exec("ROLLBACK");
+    return core::Error{ErrorCode::ConfigError,
+                       "history: written by a newer infdoctor (schema " + std::to_string(v) + ", this one knows " +
+                           std::to_string(kSchemaVersion) + ")",
+                       {}};
+  }
+  for (int i = v; i < kSchemaVersion; ++i) {
+    if (auto st = exec(kMigrations[i]); !st.ok()) {
+      (void)exec("ROLLBACK");
+      return st;
+    }
+  }
+  if (v < kSchemaVersion) {
+    if (auto st = exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)); !st.ok()) {
+      (void)exec("ROLLBACK");
+      return st;
+    }
+  }
+  return exec("COMMIT");
+}
+
+core::Result<long long> History::record(const RunRecord& run) {
+  if (auto st = exec("BEGIN IMMEDIATE"); !st.ok()) return st.error();
+  auto fail = [&](const std::string& what) {
+    core::Error e = db_error(db_, what);
+    (void)exec("ROLLBACK");
+    return e;
+  };
+  Stmt ins(db_, "INSERT INTO runs(started_at, target, model, exit_code, top_finding, partial) VALUES(?,?,?,?,?,?)");
+  if (!ins.ok()) return fail("cannot prepare");
+  ins.bind(1, run.started_at);
+  ins.bind(2, run.target);
+  ins.bind(3, run.model);
+  ins.bind(4, static_cast<long long>(run.exit_code));
+  ins.bind(5, run.top_finding);
+  ins.bind(6, static_cast<long long>(run.partial ? 1 : 0));
+  if (ins.step() != SQLITE_DONE) return fail("cannot store the run");
+  const long long id = sqlite3_last_insert_rowid(db_);
+  Stmt m(db_, "INSERT INTO metrics(run_id, name, value) VALUES(?,?,?)");
+  if (!m.ok()) return fail("cannot prepare");
+  for (const auto& name : kept_metrics()) {
+    auto it = run.metrics.find(name);
+    if (it == run.metrics.end() || !std::isfinite(it->second)) continue;
+    m.bind(1, id);
+    m.bind(2, name);
+    m.bind(3, it->second);
+    if (m.step() != SQLITE_DONE) return fail("cannot store a metric");
+    m.reset();
+  }
+  if (auto st = exec("COMMIT"); !st.ok()) {
+    (void)exec("ROLLBACK");
+    return st.error();
+  }
+  return id;
+}
+
+core::Result<std::vector<RunRecord>> History::runs(int limit, const std::string& target, const std::string& model) {
+  const bool filtered = !target.empty() || !model.empty();
+  Stmt s(db_, filtered ? "SELECT id, started_at, target, model, exit_code, top_finding, partial FROM runs"
+                         " WHERE target = ? AND model = ? ORDER BY julianday(started_at) DESC, id DESC LIMIT ?"
+                       : "SELECT id, started_at, target, model, exit_code, top_finding, partial FROM runs"
+                         " ORDER BY julianday(started_at) DESC, id DESC LIMIT ?");
+  if (!s.ok()) return db_error(db_, "cannot read runs");
+  int i = 1;
+  if (filtered) {
+    s.bind(i++, target);
+    s.bind(i++, model);
+  }
+  s.bind(i, static_cast<long long>(limit));
+  std::vector<RunRecord> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    RunRecord r;
+    r.id = sqlite3_column_int64(s.get(), 0);
+    r.started_at = s.text(1);
+    r.target = s.text(2);
+    r.model = s.text(3);
+    r.exit_code = sqlite3_column_int(s.get(), 4);
+    r.top_finding = s.text(5);
+    r.partial = sqlite3_column_int(s.get(), 6) != 0;
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return db_error(db_, "cannot read runs");
+  Stmt m(db_, "SELECT name, value FROM metrics WHERE run_id = ?");
+  if (!m.ok()) return db_error(db_, "cannot read metrics");
+  for (auto& r : out) {
+    m.bind(1, r.id);
+    while (m.step() == SQLITE_ROW) r.metrics[m.text(0)] = sqlite3_column_double(m.get(), 1);
+    m.reset();
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+core::Result<std::map<std::string, double>> History::compare(const std::map<std::string, double>& current,
+                                                             const std::string& target, const std::string& model,
+                                                             const std::string& now, int days) {
+  Stmt s(db_,
+         "SELECT r.started_at, m.name, m.value, (julianday(?) - julianday(r.started_at)) * 24 FROM runs r"
+         " JOIN metrics m ON m.run_id = r.id WHERE r.target = ? AND r.model = ? AND r.partial = 0"
+         " AND julianday(r.started_at) < julianday(?) AND julianday(r.started_at) >= julianday(?) - ?"
+         " ORDER BY julianday(r.started_at)");
+  if (!s.ok()) return db_error(db_, "cannot read history");
+  s.bind(1, now);
+  s.bind(2, target);
+  s.bind(3, model);
+  s.bind(4, now);
+  s.bind(5, now);
+  s.bind(6, static_cast<double>(days));
+  std::map<std::string, std::vector<double>> past;
+  std::vector<std::pair<double, double>> penalties;  // (hours ago, penalty), oldest first
+  std::map<std::string, int> run_times;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    const std::string name = s.text(1);
+    const double v = sqlite3_column_double(s.get(), 2);
+    past[name].push_back(v);
+    run_times[s.text(0)] = 1;
+    if (name == "coldstart.penalty_ms") penalties.emplace_back(sqlite3_column_double(s.get(), 3), v);
+  }
+  if (rc != SQLITE_DONE) return db_error(db_, "cannot read history");
+  std::map<std::string, double> out;
+  out["history.runs_count"] = static_cast<double>(run_times.size());
+  auto ratio = [&](const char* metric, const std::string& prefix) {
+    auto p = past.find(metric);
+    if (p == past.end() || p->second.empty()) return;
+    const double med = median(p->second);
+    out["history." + prefix + "_median_ms"] = med;
+    if (auto c = current.find(metric); c != current.end() && med > 0) out["history." + prefix + "_ratio"] = c->second / med;
+  };
+  ratio("baseline.ttft_p50_ms", "ttft_p50");
+  ratio("baseline.tpot_p50_ms", "tpot_p50");
+  ratio("transport.ttfb_p50_ms", "ttfb_p50");
+  if (auto p = past.find("coldstart.penalty_ms"); p != past.end() && !p->second.empty()) {
+    out["history.coldstart_penalty_median_ms"] = median(p->second);
+    // When the penalty appeared: the first of the runs since the last one without it.
+    double since = -1;
+    for (const auto& [hours_ago, v] : penalties) {
+      if (v < kColdPenaltyMs) since = -1;
+      else if (since < 0) since = hours_ago;
+    }
+    auto c = current.find("coldstart.penalty_ms");
+    const bool now_cold = c != current.end() && c->second >= kColdPenaltyMs;
+    const bool ever_warm = std::any_of(penalties.begin(), penalties.end(), [](const auto& pr) { return pr.second < kColdPenaltyMs; });
+    if (now_cold && ever_warm) out["history.coldstart_appeared_hours_ago"] = since < 0 ? 0.0 : since;
+  }
+  return out;
+}
+
+}  // namespace infdoctor::history
