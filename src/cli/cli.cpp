@@ -24,6 +24,7 @@ int run(int argc, char** argv) {
   add_explain_command(app, chosen);
   add_demo_command(app, chosen);
   add_history_command(app, chosen);
+  add_compare_command(app, chosen);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

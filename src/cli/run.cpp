@@ -140,12 +140,8 @@ int print_dry_run(const run::RunPlan& plan, const RunOptions& o, const api::Endp
 
 }  // namespace
 
-int run_with(const RunOptions& o, const std::string& command_line) {
-  auto ep = make_endpoint(o.endpoint);
-  if (!ep.ok()) return fail_config(ep.error().message);
-  auto target = checks::parse_target(ep->base_url);
-  if (!target.ok()) return fail_config(target.error().message);
-  if (o.quick && o.full) return fail_config("--quick and --full exclude each other");
+core::Result<run::RunPlan> make_plan(const RunOptions& o) {
+  if (o.quick && o.full) return core::make_error(core::ErrorCode::ConfigError, "--quick and --full exclude each other");
   run::RunPlan plan;
   plan.check_ids = split_list(o.checks);
   if (plan.check_ids.empty()) {
@@ -169,10 +165,22 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   if (o.max_hops > 0) plan.options.set("path.max_hops", std::to_string(o.max_hops));
   for (const auto& kv : o.sets) {
     const auto eq = kv.find('=');
-    if (eq == std::string::npos) return fail_config("--set wants CHECK.NAME=VALUE, got '" + kv + "'");
+    if (eq == std::string::npos)
+      return core::make_error(core::ErrorCode::ConfigError, "--set wants CHECK.NAME=VALUE, got '" + kv + "'");
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  if (auto st = run::validate(plan); !st.ok()) return fail_config(st.error().message, st.error().detail);
+  if (auto st = run::validate(plan); !st.ok()) return st.error();
+  return plan;
+}
+
+int run_with(const RunOptions& o, const std::string& command_line) {
+  auto ep = make_endpoint(o.endpoint);
+  if (!ep.ok()) return fail_config(ep.error().message);
+  auto target = checks::parse_target(ep->base_url);
+  if (!target.ok()) return fail_config(target.error().message);
+  auto made = make_plan(o);
+  if (!made.ok()) return fail_config(made.error().message, made.error().detail);
+  const run::RunPlan plan = std::move(made.value());
   if (o.dry_run) return print_dry_run(plan, o, ep.value());
   std::vector<std::string> rule_warnings;
   auto rule_set = run::load_rules(o.rules_dir, rule_warnings);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/endpoint_flags.h"
+#include "run/runner.h"
 
 namespace infdoctor::cli {
 
@@ -31,6 +32,10 @@ struct RunOptions {
   double check_timeout_s = 120;
   bool dry_run = false;
 };
+
+// The plan of checks and options the run options ask for, validated; every problem in the
+// error's detail.
+core::Result<run::RunPlan> make_plan(const RunOptions& o);
 
 // Runs the checklist as `infdoctor run` does and returns its exit code. `command_line` is what
 // the bundle records (already redacted).

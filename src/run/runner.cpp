@@ -52,37 +52,44 @@ core::Status validate(const RunPlan& plan) {
   return core::make_error(core::ErrorCode::ConfigError, "invalid configuration", detail);
 }
 
-RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
+namespace {
+
+RunResult begin_run(checks::CheckContext& ctx) {
   RunResult out;
   out.target = ctx.target();
   out.target.base_url = core::redact_url(out.target.base_url);
   out.started_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (ctx.target().host_is_ip) ctx.set_addresses({ctx.target().host});
-  for (const auto* e : selected(plan)) {
-    if (core::interrupted()) {
-      checks::CheckResult r = checks::CheckResult::start(e->id);
-      r.status = checks::CheckStatus::Skipped;
-      r.error = "interrupted";
-      r.reason = std::string("not started: the run was interrupted (") + core::interrupt_name() + ")";
-      out.checks.push_back(std::move(r));
-      continue;
-    }
-    auto check = e->make(plan.options);
-    ctx.set_current_check(e->id);
-    const auto t0 = core::SteadyClock::now();
-    ctx.set_deadline(t0 + plan.check_timeout);
-    checks::CheckResult r;
-    try {
-      r = check->run(ctx);
-    } catch (const std::exception& ex) {
-      // A check must not throw; if one does, its result says so and the run goes on.
-      r = checks::CheckResult::start(e->id);
-      r.fail(core::make_error(core::ErrorCode::Internal, "the check failed unexpectedly", ex.what()));
-    }
-    r.id = e->id;
-    r.duration_ms = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+  return out;
+}
+
+void run_one(const checks::CheckEntry& e, const RunPlan& plan, checks::CheckContext& ctx, RunResult& out) {
+  if (core::interrupted()) {
+    checks::CheckResult r = checks::CheckResult::start(e.id);
+    r.status = checks::CheckStatus::Skipped;
+    r.error = "interrupted";
+    r.reason = std::string("not started: the run was interrupted (") + core::interrupt_name() + ")";
     out.checks.push_back(std::move(r));
+    return;
   }
+  auto check = e.make(plan.options);
+  ctx.set_current_check(e.id);
+  const auto t0 = core::SteadyClock::now();
+  ctx.set_deadline(t0 + plan.check_timeout);
+  checks::CheckResult r;
+  try {
+    r = check->run(ctx);
+  } catch (const std::exception& ex) {
+    // A check must not throw; if one does, its result says so and the run goes on.
+    r = checks::CheckResult::start(e.id);
+    r.fail(core::make_error(core::ErrorCode::Internal, "the check failed unexpectedly", ex.what()));
+  }
+  r.id = e.id;
+  r.duration_ms = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+  out.checks.push_back(std::move(r));
+}
+
+void end_run(checks::CheckContext& ctx, RunResult& out) {
   ctx.progress("");
   out.run_metrics["run.requests_count"] = ctx.requests_spent();
   // Failed model requests by kind, for the errors rules.
@@ -106,6 +113,29 @@ RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
   out.run_metrics["run.retry_wait_ms"] = ctx.retry_wait_ms();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
+}
+
+}  // namespace
+
+RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
+  RunResult out = begin_run(ctx);
+  for (const auto* e : selected(plan)) run_one(*e, plan, ctx, out);
+  end_run(ctx, out);
+  return out;
+}
+
+std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<checks::CheckContext*>& ctxs) {
+  std::vector<RunResult> out;
+  for (auto* c : ctxs) out.push_back(begin_run(*c));
+  std::size_t turn = 0;
+  for (const auto* e : selected(plan)) {
+    for (std::size_t k = 0; k < ctxs.size(); ++k) {
+      const std::size_t i = (turn + k) % ctxs.size();  // who goes first rotates from check to check
+      run_one(*e, plan, *ctxs[i], out[i]);
+    }
+    ++turn;
+  }
+  for (std::size_t i = 0; i < ctxs.size(); ++i) end_run(*ctxs[i], out[i]);
   return out;
 }
 

@@ -57,6 +57,10 @@ struct RunPlan {
 core::Status validate(const RunPlan& plan);
 
 RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx);
+// The same plan against several targets, one check at a time against each before the next check,
+// the first target rotating from check to check: time of day and this machine's load fall on
+// all alike.
+std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<checks::CheckContext*>& ctxs);
 
 nlohmann::json to_json(const RunResult& r);
 

@@ -1,0 +1,209 @@
+#include "run/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace infdoctor::run {
+namespace {
+
+std::optional<double> get(const std::map<std::string, double>& m, const std::string& k) {
+  auto it = m.find(k);
+  if (it == m.end() || !std::isfinite(it->second)) return std::nullopt;
+  return it->second;
+}
+
+std::string num(std::optional<double> v, const char* fmt = "%.1f") {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, *v);
+  return buf;
+}
+
+struct LayerDef {
+  const char* layer;
+  const char* metric;
+  const char* scope;
+  const char* ci;  // "<metric stem>" whose _ci_low_ms/_ci_high_ms exist, or nullptr
+};
+
+const LayerDef kLayers[] = {
+    {"DNS", "dns.p50_ms", "new connections", nullptr},
+    {"network path (TCP round trip)", "path.tcp_rtt_p50_ms", "every request", nullptr},
+    {"TCP connect", "transport.connect_p50_ms", "new connections", nullptr},
+    {"TLS handshake", "transport.tls_p50_ms", "new connections", nullptr},
+    {"server wait (first byte)", "transport.server_wait_p50_ms", "every request", nullptr},
+    {"time to first token", "baseline.ttft_p50_ms", "every request", "baseline.ttft_p50"},
+    {"prefill per prompt token", "sweep.prefill_ms_per_token", "per prompt token", nullptr},
+    {"decode per output token", "baseline.tpot_p50_ms", "per output token", "baseline.tpot_p50"},
+    {"cold start after idle", "coldstart.penalty_ms", "requests after idle", nullptr},
+    {"concurrency knee (streams)", "concurrency.knee_level_count", "under load", nullptr},
+    {"serialization (per MB of request)", "serialization.upload_parse_ms_per_mb", "per MB sent", nullptr},
+};
+
+}  // namespace
+
+Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::string& name_a, const std::string& name_b) {
+  const auto ma = flatten_metrics(ra), mb = flatten_metrics(rb);
+  Comparison c;
+  c.name_a = name_a;
+  c.name_b = name_b;
+  c.total_a = get(ma, "baseline.total_p50_ms");
+  c.total_b = get(mb, "baseline.total_p50_ms");
+  const auto out_tokens = get(ma, "baseline.output_tokens_p50_count");
+  for (const auto& d : kLayers) {
+    LayerDiff l;
+    l.layer = d.layer;
+    l.metric = d.metric;
+    l.scope = d.scope;
+    l.a = get(ma, d.metric);
+    l.b = get(mb, d.metric);
+    if (l.a && l.b) {
+      if (*l.a > 0) l.ratio = *l.b / *l.a;
+      if (d.ci) {
+        const std::string lo = std::string(d.ci) + "_ci_low_ms", hi = std::string(d.ci) + "_ci_high_ms";
+        const auto alo = get(ma, lo), ahi = get(ma, hi), blo = get(mb, lo), bhi = get(mb, hi);
+        if (alo && ahi && blo && bhi) l.significant = (*bhi < *alo || *blo > *ahi) ? "yes" : "no";
+      }
+      if (l.significant.empty()) {
+        const double diff = std::fabs(*l.b - *l.a);
+        const double r = l.ratio ? std::max(*l.ratio, 1.0 / std::max(*l.ratio, 1e-9)) : 0;
+        const bool ms = std::string(d.metric).find("_ms") != std::string::npos;
+        l.significant = r >= 1.5 && (!ms || diff >= 5) ? "likely" : "unclear";
+      }
+      // What the layer adds to a typical request (the baseline's): time to first token as a
+      // whole, of which the path's round trip; decode per token times the tokens after the first.
+      const double diff = *l.b - *l.a;
+      if (std::string(d.metric) == "baseline.ttft_p50_ms") l.explains_ms = diff;
+      if (std::string(d.metric) == "path.tcp_rtt_p50_ms") l.explains_ms = diff;
+      if (std::string(d.metric) == "baseline.tpot_p50_ms" && out_tokens && *out_tokens > 1)
+        l.explains_ms = diff * (*out_tokens - 1);
+    }
+    c.layers.push_back(std::move(l));
+  }
+  if (c.total_a && c.total_b && std::fabs(*c.total_b - *c.total_a) > 0.05 * std::min(*c.total_a, *c.total_b))
+    c.slower = *c.total_b > *c.total_a ? name_b : name_a;
+  // The layers that explain the gap: significant, the same sign as the gap, a tenth of it or more.
+  if (!c.slower.empty()) {
+    const double gap = *c.total_b - *c.total_a;
+    std::vector<const LayerDiff*> parts;
+    for (const auto& l : c.layers)
+      if ((l.significant == "yes" || l.significant == "likely") && l.explains_ms * gap > 0 &&
+          std::fabs(l.explains_ms) >= 0.1 * std::fabs(gap))
+        parts.push_back(&l);
+    std::sort(parts.begin(), parts.end(),
+              [](const LayerDiff* x, const LayerDiff* y) { return std::fabs(x->explains_ms) > std::fabs(y->explains_ms); });
+    for (const auto* p : parts) c.explaining.push_back(p->layer);
+  }
+  return c;
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json layers = nlohmann::json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  for (const auto& l : c.layers)
+    layers.push_back({{"layer", l.layer},
+                      {"metric", l.metric},
+                      {"scope", l.scope},
+                      {"a", opt(l.a)},
+                      {"b", opt(l.b)},
+                      {"ratio", opt(l.ratio)},
+                      {"significant", l.significant.empty() ? nlohmann::json(nullptr) : nlohmann::json(l.significant)},
+                      {"explains_ms", l.explains_ms}});
+  return {{"schema", "infdoctor.compare/1"},
+          {"a", c.name_a},
+          {"b", c.name_b},
+          {"total_p50_ms", {{"a", opt(c.total_a)}, {"b", opt(c.total_b)}}},
+          {"slower", c.slower.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.slower)},
+          {"explaining", c.explaining},
+          {"layers", layers}};
+}
+
+std::string render_comparison(const Comparison& c) {
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-36s %12s %12s %8s  %-11s %12s\n", "layer", c.name_a.c_str(), c.name_b.c_str(),
+                "B/A", "different?", "explains ms");
+  o << line;
+  for (const auto& l : c.layers) {
+    const bool count = l.metric.find("count") != std::string::npos;
+    const char* fmt = l.metric.find("per_token") != std::string::npos ? "%.3f" : (count ? "%.0f" : "%.1f");
+    std::snprintf(line, sizeof line, "%-36s %12s %12s %8s  %-11s %12s\n", l.layer.c_str(), num(l.a, fmt).c_str(),
+                  num(l.b, fmt).c_str(), num(l.ratio, "%.2fx").c_str(), l.significant.empty() ? "-" : l.significant.c_str(),
+                  std::fabs(l.explains_ms) >= 0.5 ? num(l.explains_ms, "%+.0f").c_str() : "");
+    o << line;
+  }
+  o << "\nend to end (typical request, p50): " << c.name_a << " " << num(c.total_a, "%.0f") << " ms, " << c.name_b << " "
+    << num(c.total_b, "%.0f") << " ms\n";
+  if (c.slower.empty()) {
+    o << "No gap worth explaining: the two are within 5 % end to end (or it was not measured).\n";
+  } else {
+    const double gap = std::fabs(*c.total_b - *c.total_a);
+    o << c.slower << " is slower by " << num(gap, "%.0f") << " ms a request.";
+    if (c.explaining.empty()) {
+      o << " No single measured layer explains it.\n";
+    } else {
+      o << " Explained by:\n";
+      for (const auto& name : c.explaining)
+        for (const auto& l : c.layers)
+          if (l.layer == name)
+            o << "  " << name << ": " << num(std::fabs(l.explains_ms), "%.0f") << " ms ("
+              << num(100.0 * std::fabs(l.explains_ms) / gap, "%.0f") << " % of the gap), " << c.name_b << "/"
+              << c.name_a << " " << num(l.ratio, "%.2fx") << "\n";
+    }
+  }
+  o << "(different?: yes = the 95 % intervals of the medians do not overlap; likely = no interval, 1.5x and 5 ms "
+       "apart; explains = ms of the typical request's gap, B - A)\n";
+  return o.str();
+}
+
+std::string render_comparison_summary(const Comparison& c, const RunResult& a, const RunResult& b) {
+  std::ostringstream o;
+  const bool b_slower = c.slower == c.name_b;
+  const std::string& slow = c.slower.empty() ? c.name_b : c.slower;
+  const std::string& fast = b_slower || c.slower.empty() ? c.name_a : c.name_b;
+  o << "# Latency comparison: " << slow << " against " << fast << "\n\n";
+  o << "infdoctor ran the same checklist, with the same model requests, against both endpoints in one session, "
+       "alternating check by check so that time of day and client load fell on both alike.\n\n";
+  o << "- " << c.name_a << ": " << a.target.base_url << " (" << a.started_at << " to " << a.finished_at << ")\n";
+  o << "- " << c.name_b << ": " << b.target.base_url << " (" << b.started_at << " to " << b.finished_at << ")\n\n";
+  if (c.slower.empty()) {
+    o << "End to end the two are within 5 % of each other.\n\n";
+  } else {
+    o << "**" << slow << " takes " << num(b_slower ? c.total_b : c.total_a, "%.0f") << " ms for a typical request where "
+      << fast << " takes " << num(b_slower ? c.total_a : c.total_b, "%.0f") << " ms.**\n\n";
+    if (!c.explaining.empty()) {
+      o << "The difference is in:\n\n";
+      for (const auto& name : c.explaining)
+        for (const auto& l : c.layers)
+          if (l.layer == name)
+            o << "- " << name << ": " << num(b_slower ? l.b : l.a, "%.3g") << " on " << slow << " against "
+              << num(b_slower ? l.a : l.b, "%.3g") << " on " << fast << " (" << num(std::fabs(l.explains_ms), "%.0f")
+              << " ms of each request)\n";
+      o << "\n";
+    }
+  }
+  o << "| layer | " << c.name_a << " | " << c.name_b << " | " << c.name_b << "/" << c.name_a << " | different? |\n|---|---|---|---|---|\n";
+  for (const auto& l : c.layers)
+    if (l.a || l.b)
+      o << "| " << l.layer << " (" << l.metric << ") | " << num(l.a, "%.3g") << " | " << num(l.b, "%.3g") << " | "
+        << num(l.ratio, "%.2fx") << " | " << (l.significant.empty() ? "-" : l.significant) << " |\n";
+  o << "\n## Questions for " << slow << "\n\n";
+  for (const auto& name : c.explaining) {
+    if (name.find("decode") != std::string::npos)
+      o << "- Decoding is slower per token on your side for the same model: which engine, instance type and batch "
+           "size serve it, and is speculative decoding or quantization configured differently?\n";
+    else if (name.find("first token") != std::string::npos)
+      o << "- Time to first token is higher on your side: is there queueing before prefill, a gateway in front, or "
+           "a smaller prefill capacity?\n";
+    else if (name.find("network") != std::string::npos)
+      o << "- The round trip to your endpoint is longer: which region serves us, and is there a closer one?\n";
+  }
+  o << "- The request IDs of every measured request are in the runs' samples.jsonl; please look them up.\n\n";
+  o << "Each side's full evidence bundle is in its own directory (" << c.name_a << "/, " << c.name_b
+    << "/); comparison.json has this table as data.\n";
+  return o.str();
+}
+
+}  // namespace infdoctor::run

@@ -1,0 +1,39 @@
+#pragma once
+// Provider A against provider B, layer by layer: the two values, their ratio, whether the
+// difference is significant, and how many milliseconds of the end-to-end gap each layer explains.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run/runner.h"
+
+namespace infdoctor::run {
+
+struct LayerDiff {
+  std::string layer;   // "decode per token"
+  std::string metric;  // "baseline.tpot_p50_ms"
+  std::string scope;   // where it costs: "every request", "per output token", "new connections", ...
+  std::optional<double> a, b, ratio;  // ratio = b / a
+  // "yes": the 95 % intervals do not overlap; "no": they do; "likely": no interval, but B and A
+  // differ by 1.5x and 5 ms or more; "unclear": no interval and a smaller difference; "" unmeasured.
+  std::string significant;
+  double explains_ms = 0;  // of the typical request's end-to-end gap (B - A); 0 for layers outside it
+};
+
+struct Comparison {
+  std::string name_a, name_b;
+  std::optional<double> total_a, total_b;  // baseline.total_p50_ms
+  std::vector<LayerDiff> layers;
+  std::string slower;                   // name of the slower side, "" when equal or unmeasured
+  std::vector<std::string> explaining;  // layers that explain the gap, largest first
+};
+
+Comparison compare_runs(const RunResult& a, const RunResult& b, const std::string& name_a, const std::string& name_b);
+nlohmann::json to_json(const Comparison& c);
+std::string render_comparison(const Comparison& c);
+// Ticket-ready summary addressed to the slower provider.
+std::string render_comparison_summary(const Comparison& c, const RunResult& a, const RunResult& b);
+
+}  // namespace infdoctor::run
