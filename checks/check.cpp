@@ -9,6 +9,7 @@
 
 #include "core/interrupt.h"
 #include "dns/resolver.h"
+#include "stats/fit.h"
 
 namespace infdoctor::checks {
 
@@ -48,6 +49,13 @@ void CheckResult::add_summary(const std::string& prefix, const std::string& unit
   metrics[p + "p50_" + unit] = *s.p50;
   metrics[p + "p90_" + unit] = *s.p90;
   metrics[p + "max_" + unit] = *s.max;
+}
+
+void CheckResult::add_median_ci(const std::string& stem, const std::string& unit, const std::vector<double>& values) {
+  if (auto ci = stats::bootstrap_median_ci(values)) {
+    metrics[stem + "_ci_low_" + unit] = ci->low;
+    metrics[stem + "_ci_high_" + unit] = ci->high;
+  }
 }
 
 nlohmann::json to_json(const CheckResult& r) {

@@ -52,6 +52,9 @@ struct CheckResult {
   // `<prefix>_{p50,p90,max}_<unit>` and `<prefix>_samples_count` from kept raw values; with an
   // empty prefix, `p50_<unit>` and `samples_count`.
   void add_summary(const std::string& prefix, const std::string& unit, const std::vector<double>& values);
+  // `<stem>_ci_low_<unit>` and `<stem>_ci_high_<unit>`: the seeded bootstrap 95 % interval of the
+  // median, when there are enough values for one. `infdoctor compare` tells real differences by it.
+  void add_median_ci(const std::string& stem, const std::string& unit, const std::vector<double>& values);
 };
 
 nlohmann::json to_json(const CheckResult& r);

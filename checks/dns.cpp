@@ -19,6 +19,8 @@ const CheckInfo kInfo{
     "DNS resolution",
     "How long each resolver takes to resolve the API host, and what it answers.",
     {{"dns.p50_ms", "ms", "median lookup time, first resolver"},
+     {"dns.p50_ci_low_ms", "ms", "95 % interval of the median lookup, low end"},
+     {"dns.p50_ci_high_ms", "ms", "95 % interval of the median lookup, high end"},
      {"dns.p90_ms", "ms", "90th percentile lookup time, first resolver"},
      {"dns.max_ms", "ms", "slowest lookup, first resolver"},
      {"dns.samples_count", "count", "answered lookups, first resolver"},
@@ -116,7 +118,10 @@ class DnsCheck final : public Check {
         }
       }
       const stats::Summary sum = stats::summarize(took);
-      if (si == 0) out.add_summary("", "ms", took);
+      if (si == 0) {
+        out.add_summary("", "ms", took);
+        out.add_median_ci("p50", "ms", took);
+      }
       if (sum.p50) worst_p50 = worst_p50 ? std::max(*worst_p50, *sum.p50) : *sum.p50;
       nlohmann::json row = {{"resolver", server.text()},
                             {"samples_count", sum.count},

@@ -20,6 +20,8 @@ const CheckInfo kInfo{
     "Network path",
     "Round-trip time and loss to the API's addresses, and the hops on the way.",
     {{"path.tcp_rtt_p50_ms", "ms", "median TCP connect time to the API port"},
+     {"path.tcp_rtt_p50_ci_low_ms", "ms", "95 % interval of the median TCP round trip, low end"},
+     {"path.tcp_rtt_p50_ci_high_ms", "ms", "95 % interval of the median TCP round trip, high end"},
      {"path.tcp_rtt_p90_ms", "ms", "90th percentile TCP connect time"},
      {"path.tcp_rtt_max_ms", "ms", "slowest TCP connect"},
      {"path.tcp_rtt_samples_count", "count", "TCP connects that got an answer"},
@@ -106,6 +108,7 @@ class PathCheck final : public Check {
       }
       if (ai == 0) {
         out.add_summary("tcp_rtt", "ms", tcp);
+        out.add_median_ci("tcp_rtt_p50", "ms", tcp);
         out.set("tcp_loss_ratio", tcp_loss);
       }
       // ICMP echo.

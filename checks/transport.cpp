@@ -17,10 +17,16 @@ const CheckInfo kInfo{
     "TCP and TLS",
     "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
     {{"transport.connect_p50_ms", "ms", "median TCP connect, fresh connections"},
+     {"transport.connect_p50_ci_low_ms", "ms", "95 % interval of the median connect, low end"},
+     {"transport.connect_p50_ci_high_ms", "ms", "95 % interval of the median connect, high end"},
      {"transport.tls_p50_ms", "ms", "median TLS handshake, fresh connections"},
+     {"transport.tls_p50_ci_low_ms", "ms", "95 % interval of the median TLS handshake, low end"},
+     {"transport.tls_p50_ci_high_ms", "ms", "95 % interval of the median TLS handshake, high end"},
      {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
      {"transport.ttfb_p50_ms", "ms", "median time to first byte from the request's start, fresh connections"},
      {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections"},
+     {"transport.server_wait_p50_ci_low_ms", "ms", "95 % interval of the median server wait, low end"},
+     {"transport.server_wait_p50_ci_high_ms", "ms", "95 % interval of the median server wait, high end"},
      {"transport.reused_ttfb_p50_ms", "ms", "median time to first byte on a reused connection"},
      {"transport.reuse_saves_ms", "ms", "fresh minus reused median time to first byte"},
      {"transport.keepalive_ratio", "ratio", "requests that did reuse the kept-alive connection"},
@@ -138,6 +144,9 @@ class TransportCheck final : public Check {
       }
       if (ai == 0) {
         out.add_summary("connect", "ms", connect);
+        out.add_median_ci("connect_p50", "ms", connect);
+        out.add_median_ci("tls_p50", "ms", tls);
+        out.add_median_ci("server_wait_p50", "ms", wait);
         out.metrics.erase("connect_samples_count");
         out.set("samples_count", static_cast<double>(fs.count));
         if (ls.p50) {

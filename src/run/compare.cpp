@@ -29,11 +29,11 @@ struct LayerDef {
 };
 
 const LayerDef kLayers[] = {
-    {"DNS", "dns.p50_ms", "new connections", nullptr},
-    {"network path (TCP round trip)", "path.tcp_rtt_p50_ms", "every request", nullptr},
-    {"TCP connect", "transport.connect_p50_ms", "new connections", nullptr},
-    {"TLS handshake", "transport.tls_p50_ms", "new connections", nullptr},
-    {"server wait (first byte)", "transport.server_wait_p50_ms", "every request", nullptr},
+    {"DNS", "dns.p50_ms", "new connections", "dns.p50"},
+    {"network path (TCP round trip)", "path.tcp_rtt_p50_ms", "every request", "path.tcp_rtt_p50"},
+    {"TCP connect", "transport.connect_p50_ms", "new connections", "transport.connect_p50"},
+    {"TLS handshake", "transport.tls_p50_ms", "new connections", "transport.tls_p50"},
+    {"server wait (first byte)", "transport.server_wait_p50_ms", "every request", "transport.server_wait_p50"},
     {"time to first token", "baseline.ttft_p50_ms", "every request", "baseline.ttft_p50"},
     {"prefill per prompt token", "sweep.prefill_ms_per_token", "per prompt token", nullptr},
     {"decode per output token", "baseline.tpot_p50_ms", "per output token", "baseline.tpot_p50"},

@@ -74,6 +74,9 @@ TEST_CASE("compare: two providers differing only in decode speed; decode is name
   const double gap = cmp["total_p50_ms"]["b"].get<double>() - cmp["total_p50_ms"]["a"].get<double>();
   CHECK(decode["explains_ms"].get<double>() == doctest::Approx(gap).epsilon(0.1));
   CHECK(layer(cmp, "time to first token")["significant"] != "yes");
+  // The transport layers carry intervals too: a verdict, not a guess.
+  const std::string connect = layer(cmp, "TCP connect")["significant"];
+  CHECK((connect == "yes" || connect == "no"));
   CHECK(j["runs"]["provider-a"]["schema"] == "infdoctor.results/1");
   CHECK(j["runs"]["provider-b"]["checks"]["baseline"]["status"] == "ok");
   // Requests were interleaved: each provider served the same number.

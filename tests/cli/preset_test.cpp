@@ -5,9 +5,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "api/chat.h"
 #include "cli/endpoint_flags.h"
+#include "net/subprocess.h"
 #include "support/fake_process.h"
 
 namespace infdoctor {
@@ -122,6 +128,45 @@ TEST_CASE("preset errors name what is missing") {
   REQUIRE(plain.ok());
   CHECK(plain->base_url == "http://127.0.0.1:9/v1");
   ::unsetenv("OPENAI_BASE_URL");
+}
+
+}  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("run --preset anthropic: the same checks measure a Messages API; repro.sh speaks its dialect") {
+  using namespace std::chrono_literals;
+  auto server = test::start_fake(
+      R"({"api_key": "sk-ant-canary-9f8e", "models": {"claude": {"overhead_ms": 60, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 6}}})");
+  ::setenv("ANTHROPIC_API_KEY", "sk-ant-canary-9f8e", 1);
+  const std::string dir = "/tmp/infdoctor-anthropic-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  auto r = net::run_command({test::infdoctor_bin(), "run", "--preset", "anthropic", "--base-url", server->base_url(),
+                             "--model", "claude", "--checks", "transport,baseline,sweep", "--prompt-tokens", "64,1024",
+                             "--max-tokens", "1,64", "--bundle", dir, "--json", "-"},
+                            120s);
+  ::unsetenv("ANTHROPIC_API_KEY");
+  REQUIRE(r.ok());
+  CAPTURE(r->err);
+  const auto j = nlohmann::json::parse(r->out);
+  CHECK(j["checks"]["baseline"]["status"] == "ok");
+  CHECK(j["checks"]["sweep"]["metrics"]["decode_ms_per_token"].get<double>() == doctest::Approx(6).epsilon(0.15));
+  CHECK(j["checks"]["sweep"]["metrics"]["prefill_ms_per_token"].get<double>() == doctest::Approx(0.05).epsilon(0.3));
+  CHECK(j["checks"]["transport"]["status"] == "ok");  // GET /v1/models with x-api-key
+  for (const auto& s : server->served()) {
+    CHECK(s.key_header == "x-api-key");
+    CHECK(s.request_line.rfind("POST /v1/messages", 0) == 0);
+  }
+  std::ifstream in(dir + "/repro.sh");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string repro = ss.str();
+  CHECK(repro.find("x-api-key: ${ANTHROPIC_API_KEY:-}") != std::string::npos);
+  CHECK(repro.find("'anthropic-version: 2023-06-01'") != std::string::npos);
+  CHECK(repro.find("/messages\"") != std::string::npos);
+  CHECK(repro.find("stream_options") == std::string::npos);
+  CHECK(repro.find("sk-ant-canary") == std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace infdoctor

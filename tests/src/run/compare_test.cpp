@@ -1,0 +1,67 @@
+#include "run/compare.h"
+
+#include <doctest/doctest.h>
+
+namespace infdoctor::run {
+namespace {
+
+RunResult with(std::map<std::string, std::map<std::string, double>> by_check) {
+  RunResult r;
+  for (auto& [id, metrics] : by_check) {
+    checks::CheckResult c;
+    c.id = id;
+    c.metrics = metrics;
+    r.checks.push_back(c);
+  }
+  return r;
+}
+
+const LayerDiff& layer(const Comparison& c, const std::string& name) {
+  for (const auto& l : c.layers)
+    if (l.layer == name) return l;
+  FAIL("no layer " << name);
+  return c.layers.front();
+}
+
+}  // namespace
+
+TEST_CASE("compare_runs: intervals decide significance; the gap is split into the layers that explain it") {
+  const RunResult a = with({{"baseline",
+                             {{"ttft_p50_ms", 300}, {"ttft_p50_ci_low_ms", 290}, {"ttft_p50_ci_high_ms", 310},
+                              {"tpot_p50_ms", 10}, {"tpot_p50_ci_low_ms", 9.5}, {"tpot_p50_ci_high_ms", 10.5},
+                              {"output_tokens_p50_count", 101}, {"total_p50_ms", 1300}}},
+                            {"path", {{"tcp_rtt_p50_ms", 20}}},
+                            {"transport", {{"tls_p50_ms", 30}, {"tls_p50_ci_low_ms", 28}, {"tls_p50_ci_high_ms", 33}}}});
+  const RunResult b = with({{"baseline",
+                             {{"ttft_p50_ms", 305}, {"ttft_p50_ci_low_ms", 295}, {"ttft_p50_ci_high_ms", 320},
+                              {"tpot_p50_ms", 40}, {"tpot_p50_ci_low_ms", 38}, {"tpot_p50_ci_high_ms", 42},
+                              {"output_tokens_p50_count", 101}, {"total_p50_ms", 4305}}},
+                            {"path", {{"tcp_rtt_p50_ms", 21}}},
+                            {"transport", {{"tls_p50_ms", 90}, {"tls_p50_ci_low_ms", 85}, {"tls_p50_ci_high_ms", 96}}}});
+  const Comparison c = compare_runs(a, b, "A", "B");
+  CHECK(c.slower == "B");
+  const auto& decode = layer(c, "decode per output token");
+  CHECK(decode.significant == "yes");
+  CHECK(*decode.ratio == doctest::Approx(4.0));
+  CHECK(decode.explains_ms == doctest::Approx(30.0 * 100));  // 30 ms more for each token after the first
+  CHECK(layer(c, "time to first token").significant == "no");  // the intervals overlap
+  CHECK(layer(c, "TLS handshake").significant == "yes");         // but only new connections pay it
+  CHECK(layer(c, "TLS handshake").explains_ms == 0);
+  CHECK(layer(c, "network path (TCP round trip)").significant == "unclear");  // no interval, 1 ms apart
+  CHECK(layer(c, "DNS").significant.empty());                                 // not measured
+  REQUIRE(c.explaining.size() == 1);
+  CHECK(c.explaining[0] == "decode per output token");
+  const std::string text = render_comparison(c);
+  CHECK(text.find("B is slower by 3005 ms a request. Explained by:") != std::string::npos);
+  CHECK(text.find("decode per output token: 3000 ms (100 % of the gap)") != std::string::npos);
+
+  // Within 5 % end to end: no gap, nothing to explain.
+  const Comparison same = compare_runs(a, a, "A", "A2");
+  CHECK(same.slower.empty());
+  CHECK(same.explaining.empty());
+  const auto j = to_json(same);
+  CHECK(j["slower"].is_null());
+  CHECK(j["schema"] == "infdoctor.compare/1");
+}
+
+}  // namespace infdoctor::run
