@@ -1,9 +1,11 @@
 // infdoctor compare: the checklist against two endpoints at once, interleaved, and which layers
 // explain the gap between them.
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -82,12 +84,18 @@ int fail(const std::string& message, const std::string& detail = {}) {
   return kExitCouldNotRun;
 }
 
+// Created 0600 from the start, as the bundle's own files are.
 bool write_private(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << core::scrub(text);
-  f.close();
-  ::chmod(path.c_str(), 0600);
-  return static_cast<bool>(f);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const std::string clean = core::scrub(text);
+  std::size_t done = 0;
+  while (done < clean.size()) {
+    const ssize_t n = ::write(fd, clean.data() + done, clean.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return ::close(fd) == 0 && done == clean.size();
 }
 
 int compare_with(const CompareOptions& o) {

@@ -1,7 +1,7 @@
 // libFuzzer target: what infdoctor reads from a provider's response bodies. The same bytes go to
-// the streamed-response decoder (split into chunks chosen by the first byte), the non-streamed
-// response parser and the error-body parser. None may crash; the decoder's counts must agree
-// with themselves.
+// the streamed-response decoder (split into chunks chosen by the first byte, whose top bit picks
+// the OpenAI or the Anthropic flavour), the non-streamed response parser and the error-body
+// parser. None may crash; the decoder's counts must agree with themselves.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,9 +13,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::size_t step = 1 + data[0] % 64;
+  const auto flavour = (data[0] & 0x80) ? infdoctor::api::Flavour::Anthropic : infdoctor::api::Flavour::OpenAI;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  infdoctor::api::ChatStream stream;
+  infdoctor::api::ChatStream stream(flavour);
   const auto now = infdoctor::core::SteadyClock::now();
   for (std::size_t i = 0; i < body.size(); i += step)
     if (!stream.on_body(body.substr(i, step), now)) break;
@@ -24,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (stream.text().size() > infdoctor::api::ChatStream::kMaxKeptText) std::abort();
   if (stream.text().size() > stream.text_bytes()) std::abort();
 
-  (void)infdoctor::api::parse_chat_response(body);
+  (void)infdoctor::api::parse_chat_response(body, flavour);
   (void)infdoctor::api::parse_error_body(body);
   return 0;
 }
