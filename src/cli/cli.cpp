@@ -3,12 +3,21 @@
 #include <csignal>
 #include <functional>
 #include <iostream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "core/redact.h"
 
 namespace infdoctor::cli {
+
+int fail_config(const std::string& message, const std::string& detail) {
+  std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
+  std::stringstream ss(core::scrub(detail));
+  for (std::string line; std::getline(ss, line);) std::cerr << "  " << line << '\n';
+  return kExitCouldNotRun;
+}
 
 int run(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);

@@ -77,13 +77,6 @@ core::Result<Side> parse_side(const std::string& spec, const std::string& flag, 
   return s;
 }
 
-int fail(const std::string& message, const std::string& detail = {}) {
-  std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
-  std::stringstream ss(core::scrub(detail));
-  for (std::string line; std::getline(ss, line);) std::cerr << "  " << line << '\n';
-  return kExitCouldNotRun;
-}
-
 // Created 0600 from the start, as the bundle's own files are.
 bool write_private(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -102,32 +95,32 @@ int compare_with(const CompareOptions& o) {
   std::vector<Side> sides;
   for (const auto& [spec, flag] : {std::pair{o.a, "--a"}, {o.b, "--b"}}) {
     auto s = parse_side(spec, flag, o.run.endpoint);
-    if (!s.ok()) return fail(s.error().message);
+    if (!s.ok()) return fail_config(s.error().message);
     sides.push_back(std::move(s.value()));
   }
-  if (sides[0].name == sides[1].name) return fail("--a and --b need different names");
+  if (sides[0].name == sides[1].name) return fail_config("--a and --b need different names");
   std::vector<api::Endpoint> eps;
   std::vector<checks::Target> targets;
   for (const auto& s : sides) {
     auto ep = make_endpoint(s.flags);
-    if (!ep.ok()) return fail(s.name + ": " + ep.error().message);
+    if (!ep.ok()) return fail_config(s.name + ": " + ep.error().message);
     auto t = checks::parse_target(ep->base_url);
-    if (!t.ok()) return fail(s.name + ": " + t.error().message);
+    if (!t.ok()) return fail_config(s.name + ": " + t.error().message);
     eps.push_back(std::move(ep.value()));
     targets.push_back(std::move(t.value()));
   }
   auto plan = make_plan(o.run);
-  if (!plan.ok()) return fail(plan.error().message, plan.error().detail);
+  if (!plan.ok()) return fail_config(plan.error().message, plan.error().detail);
   std::vector<std::string> warnings;
   auto rule_set = run::load_rules(o.run.rules_dir, warnings);
   for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
-  if (!rule_set.ok()) return fail(rule_set.error().message, rule_set.error().detail);
+  if (!rule_set.ok()) return fail_config(rule_set.error().message, rule_set.error().detail);
   if (!o.run.bundle.empty()) {
     std::error_code ec;
     if (std::filesystem::exists(o.run.bundle, ec) && !std::filesystem::is_empty(o.run.bundle, ec))
-      return fail("--bundle " + o.run.bundle + " exists and is not empty");
+      return fail_config("--bundle " + o.run.bundle + " exists and is not empty");
     if (o.run.bundle.size() > 7 && o.run.bundle.compare(o.run.bundle.size() - 7, 7, ".tar.gz") == 0)
-      return fail("compare writes its bundle as a directory; give --bundle a directory path");
+      return fail_config("compare writes its bundle as a directory; give --bundle a directory path");
   }
 
   core::install_interrupt_handlers();

@@ -29,13 +29,6 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-int fail_config(const std::string& message, const std::string& detail = {}) {
-  std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
-  std::stringstream ss(core::scrub(detail));
-  for (std::string line; std::getline(ss, line);) std::cerr << "  " << line << '\n';
-  return kExitCouldNotRun;
-}
-
 // Settings of the two profiles; explicit flags and --set come after and win.
 const std::vector<std::pair<std::string, std::string>> kQuick = {
     {"dns.samples", "3"},

@@ -1,16 +1,25 @@
 #include "fake/server.h"
 
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -40,6 +49,51 @@ Clock::duration from_ms(double ms) {
 
 long long micros_of(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+// The kernel's receive time of a whole request already waiting on a plain TCP socket, on the
+// steady clock: SO_TIMESTAMPING stamps a packet when it arrives, before this connection's thread
+// is scheduled to read it, so planted delays count from the request's arrival and not from a
+// wake-up that 255 other threads compete for. The peek returns the stamp of the last packet it
+// looked at, so it counts only when the whole request (headers and Content-Length body) is
+// there; otherwise, or without stamps, nothing, and the caller uses the time its read finished.
+std::optional<Clock::time_point> whole_request_arrival(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 60000) <= 0 || !(p.revents & POLLIN)) return std::nullopt;
+  thread_local std::vector<char> peek(64 * 1024);
+  alignas(cmsghdr) char control[256];
+  iovec iov{peek.data(), peek.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return std::nullopt;
+  const std::string_view text(peek.data(), static_cast<std::size_t>(n));
+  const auto head_end = text.find("\r\n\r\n");
+  if (head_end == std::string_view::npos) return std::nullopt;
+  std::string head(text.substr(0, head_end));
+  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (head.find("\r\ntransfer-encoding:") != std::string::npos) return std::nullopt;
+  std::size_t length = 0;
+  if (const auto at = head.find("\r\ncontent-length:"); at != std::string::npos)
+    length = std::strtoull(head.c_str() + at + 17, nullptr, 10);
+  if (head_end + 4 + length > text.size()) return std::nullopt;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPING) continue;
+    scm_timestamping ts{};
+    std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+    const timespec& sw = ts.ts[0];  // software receive stamp, CLOCK_REALTIME
+    if (sw.tv_sec == 0 && sw.tv_nsec == 0) return std::nullopt;
+    timespec rt{};
+    ::clock_gettime(CLOCK_REALTIME, &rt);
+    const auto steady_now = Clock::now();
+    const long long ago_ns = (static_cast<long long>(rt.tv_sec) - sw.tv_sec) * 1000000000LL + (rt.tv_nsec - sw.tv_nsec);
+    if (ago_ns < 0 || ago_ns > 60LL * 1000000000LL) return std::nullopt;  // a clock step: do not trust it
+    return steady_now - std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ago_ns));
+  }
+  return std::nullopt;
 }
 
 // Per-model state shared by the connections: request counter, slots, idleness.
@@ -193,6 +247,8 @@ struct Server::Impl {
     sock.set_option(tcp::no_delay(true), ec);
     timeval tv{60, 0};  // an idle or stuck client frees its thread after a minute
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const int stamping = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;  // whole_request_arrival
+    ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_TIMESTAMPING, &stamping, sizeof stamping);
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (tls) {
       ssl::stream<tcp::socket> stream(std::move(sock), *tls);
@@ -217,13 +273,17 @@ struct Server::Impl {
       parser.body_limit(kMaxBodyBytes);
       parser.header_limit(kMaxHeaderBytes);
       beast::error_code ec;
+      std::optional<Clock::time_point> on_wire;  // plain TCP with nothing buffered: the kernel's stamp
+      if constexpr (std::is_same_v<Stream, tcp::socket>)
+        if (buf.size() == 0) on_wire = whole_request_arrival(stream.native_handle());
       bhttp::read(stream, buf, parser, ec);
       if (ec) {
         if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit)
           write_simple(stream, 413, error_body("request too large", "invalid_request_error", ""), false, {});
         return;
       }
-      const auto arrived = Clock::now();
+      const auto read_done = Clock::now();
+      const auto arrived = on_wire && *on_wire <= read_done ? *on_wire : read_done;
       const auto& req = parser.get();
       if (!handle(stream, req, arrived)) return;
       if (!req.keep_alive()) return;
@@ -397,20 +457,26 @@ struct Server::Impl {
 
     // Reading the body costs time in proportion to its size.
     const double body_kb = static_cast<double>(req.body().size()) / 1024.0;
-    if (!sleep_until(arrived + from_ms(spec.parse_ms_per_kb * body_kb))) return false;
-    const auto parsed_at = Clock::now();
+    // The planted timeline runs from the arrival: parse, then a wait for a slot if one is taken,
+    // then the first token. Where nobody waited, it does not move with this thread's own lateness.
+    const auto parsed_at = arrived + from_ms(spec.parse_ms_per_kb * body_kb);
+    if (!sleep_until(parsed_at)) return false;
+    bool waited = false;
 
-    // Slots: FIFO admission.
+    // Slots: FIFO admission when the model has a limit; without one, nobody waits (and nobody
+    // wakes 255 waiting threads to find out, as a shared queue would make them).
     bool cold = false;
     {
       std::unique_lock lock(st.mu);
-      const std::uint64_t ticket = st.next_ticket++;
-      st.queue.push_back(ticket);
-      st.cv.wait(lock, [&] {
-        return stop_flag.load() || (st.queue.front() == ticket && (spec.slots == 0 || st.busy < spec.slots));
-      });
-      if (stop_flag.load()) return false;
-      st.queue.pop_front();
+      if (spec.slots > 0) {
+        const std::uint64_t ticket = st.next_ticket++;
+        st.queue.push_back(ticket);
+        const auto admissible = [&] { return stop_flag.load() || (st.queue.front() == ticket && st.busy < spec.slots); };
+        waited = !admissible();
+        st.cv.wait(lock, admissible);
+        if (stop_flag.load()) return false;
+        st.queue.pop_front();
+      }
       ++st.busy;
       const auto now = Clock::now();
       if (spec.cold_idle_s > 0 || spec.cold_at_start) {
@@ -422,7 +488,7 @@ struct Server::Impl {
       }
       st.ever_served = true;
       ++st.in_flight;
-      st.cv.notify_all();
+      if (spec.slots > 0) st.cv.notify_all();  // the next in line may be admitted too
     }
     struct SlotGuard {
       ModelState& st;
@@ -431,10 +497,10 @@ struct Server::Impl {
         --st.busy;
         --st.in_flight;
         st.last_done = Clock::now();
-        st.cv.notify_all();
+        if (st.spec.slots > 0) st.cv.notify_all();
       }
     } guard{st};
-    const auto admitted = Clock::now();
+    const auto admitted = waited ? Clock::now() : parsed_at;
     const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
     const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
     const double first_ms = spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens) +

@@ -1,6 +1,8 @@
 // Benchmark, run on demand (never by ctest): how faithful infdoctor's stopwatch is and what it
 // costs, at 1 to 256 concurrent streams. Prints markdown tables (the README's Performance section).
-//   build/tests/bench_perf [--skip-lab] [--skip-quick]
+//   build/tests/bench_perf [--repeat N] [--skip-lab] [--skip-quick]
+// --repeat runs the fidelity and scale measurements N times and prints each figure's median and
+// range: a p99 of one run moves with whatever else the machine did during it.
 //
 // 1. Fidelity: a fake provider (its own process) plants a time to first token and an inter-token
 //    gap; infdoctor's client (this process, the same code `infdoctor run` uses) reports them at 1,
@@ -47,11 +49,58 @@ using namespace std::chrono_literals;
 
 std::string g_bin_dir;
 
-struct Split {
-  int streams;
-  std::vector<double> read, stamp;
+// Rows of numbers gathered over the repeats of the measurements (--repeat N): printed as the
+// median of the repeats and, with more than one, their range beside it.
+class Table {
+ public:
+  explicit Table(std::string head) : head_(std::move(head)) {}
+  void add(const std::string& label, const std::vector<double>& cells, const std::string& tail, int decimals = 3) {
+    auto it = std::find_if(rows_.begin(), rows_.end(), [&](const Row& r) { return r.label == label; });
+    if (it == rows_.end()) it = rows_.insert(rows_.end(), Row{label, tail, decimals, {}, {}});
+    it->runs.push_back(cells);
+  }
+  void add_text(const std::string& label, const std::string& text) { rows_.push_back(Row{label, "", 0, {}, text}); }
+  void print() const {
+    std::printf("%s", head_.c_str());
+    for (const auto& r : rows_) {
+      std::printf("| %s |", r.label.c_str());
+      if (!r.text.empty()) {
+        std::printf(" %s |\n", r.text.c_str());
+        continue;
+      }
+      for (std::size_t c = 0; c < r.runs.front().size(); ++c) {
+        std::vector<double> v;
+        for (const auto& run : r.runs) v.push_back(run[c]);
+        std::sort(v.begin(), v.end());
+        if (std::isnan(v.front())) {
+          std::printf(" |");
+          continue;
+        }
+        const double med = v[v.size() / 2];
+        if (v.size() == 1) std::printf(" %.*f |", r.decimals, med);
+        else std::printf(" %.*f [%.*f, %.*f] |", r.decimals, med, r.decimals, v.front(), r.decimals, v.back());
+      }
+      std::printf(" %s |\n", r.tail.c_str());
+    }
+    std::printf("\n");
+  }
+
+ private:
+  struct Row {
+    std::string label, tail;
+    int decimals;
+    std::vector<std::vector<double>> runs;
+    std::string text;
+  };
+  std::string head_;
+  std::vector<Row> rows_;
 };
-std::vector<Split> g_split;  // the fidelity rounds' TTFT error in two parts, printed last
+
+Table g_scale("| scale: 256 streams x 1,000 tokens, 20 ms a token | measured | target |\n|---|---|---|\n");
+Table g_fidelity(
+    "| fidelity: absolute error, ms | streams | vs planted p50 | vs planted p99 | vs sent p50 | vs sent p99 | target p99 |\n"
+    "|---|---|---|---|---|---|---|\n");
+Table g_split("| time to first token against what was sent, in two parts (ms) | streams | p50 | p99 |\n|---|---|---|---|\n");
 
 struct Fake {
   std::unique_ptr<net::Process> proc;
@@ -183,37 +232,38 @@ void fidelity_and_scale() {
   }
   // Scale first, so this process's peak RSS is the 256-stream round's and nothing else's.
   {
-    const long rss0 = vm_hwm_kb();
     const double cpu0 = cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     const Errors e = stream_round(fake.base_url, 256, 1000, kTtft, kGap);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_seconds() - cpu0;
-    std::printf("| scale: 256 streams x 1,000 tokens, 20 ms a token | measured | target |\n|---|---|---|\n");
-    std::printf("| streams completed | %d of 256 | 256 |\n", e.streams_ok);
-    std::printf("| tokens timed | %d | 256,000 |\n", e.tokens);
-    std::printf("| inter-token error p50 / p99, against the planted 20 ms | %.3f / %.3f ms | p99 < 2 ms |\n", pct(e.itl, 50),
-                pct(e.itl, 99));
-    std::printf("| inter-token error p50 / p99, against the gaps sent (%zu gaps) | %.3f / %.3f ms | p99 < 2 ms |\n",
-                e.itl_sent.size(), pct(e.itl_sent, 50), pct(e.itl_sent, 99));
-    std::printf("| CPU per 1,000 tokens (this process: client, SSE, JSON) | %.2f ms | < 50 ms |\n",
-                e.tokens > 0 ? cpu * 1000.0 / (e.tokens / 1000.0) : NAN);
-    std::printf("| peak RSS (VmHWM; %.1f MB before the round) | %.1f MB | < 64 MB |\n", rss0 / 1024.0, vm_hwm_kb() / 1024.0);
-    std::printf("| wall time of the round (with the warm-up round) | %.1f s | (20.2 s planted) |\n\n", wall);
+    g_scale.add("streams completed (of 256)", {static_cast<double>(e.streams_ok)}, "256", 0);
+    g_scale.add("tokens timed", {static_cast<double>(e.tokens)}, "256,000", 0);
+    g_scale.add("inter-token error p50, against the planted 20 ms (ms)", {pct(e.itl, 50)}, "");
+    g_scale.add("inter-token error p99, against the planted 20 ms (ms)", {pct(e.itl, 99)}, "< 2 ms");
+    g_scale.add("inter-token error p50, against the gaps sent (ms)", {pct(e.itl_sent, 50)}, "");
+    g_scale.add("inter-token error p99, against the gaps sent (ms)", {pct(e.itl_sent, 99)}, "< 2 ms");
+    g_scale.add("gaps with the fake's stamps (the first 4 KiB of each stream's text)", {static_cast<double>(e.itl_sent.size())}, "", 0);
+    g_scale.add("CPU per 1,000 tokens, ms (this process: client, SSE, JSON)",
+                {e.tokens > 0 ? cpu * 1000.0 / (e.tokens / 1000.0) : NAN}, "< 50 ms", 2);
+    g_scale.add("peak RSS of this process, MB (VmHWM, a high-water mark over all repeats)", {vm_hwm_kb() / 1024.0},
+                "< 64 MB", 1);
+    g_scale.add("wall time of the round with its warm-up, s", {wall}, "(20.2 s planted)", 1);
   }
-  std::printf("| fidelity: absolute error, ms | streams | vs planted p50 | vs planted p99 | vs sent p50 | vs sent p99 | target p99 |\n"
-              "|---|---|---|---|---|---|---|\n");
   for (int n : {1, 64, 256}) {
     Errors all;
     const int rounds = n == 1 ? 20 : 2;  // about the same number of samples of the first token
     for (int r = 0; r < rounds; ++r) all.add(stream_round(fake.base_url, n, 100, kTtft, kGap));
     const char* target = n == 256 ? "< 2" : "< 1";
-    std::printf("| time to first token, 200 ms planted (%zu samples) | %d | %.3f | %.3f | %.3f | %.3f | %s |\n",
-                all.ttft.size(), n, pct(all.ttft, 50), pct(all.ttft, 99), pct(all.ttft_sent, 50), pct(all.ttft_sent, 99),
-                target);
-    std::printf("| inter-token gap, 20 ms planted (%zu gaps) | %d | %.3f | %.3f | %.3f | %.3f | %s |\n", all.itl.size(), n,
-                pct(all.itl, 50), pct(all.itl, 99), pct(all.itl_sent, 50), pct(all.itl_sent, 99), target);
-    g_split.push_back({n, all.request_to_read, all.token_to_stamp});
+    const std::string ns = std::to_string(n);
+    g_fidelity.add("time to first token, 200 ms planted (" + std::to_string(all.ttft.size()) + " samples) | " + ns,
+                   {pct(all.ttft, 50), pct(all.ttft, 99), pct(all.ttft_sent, 50), pct(all.ttft_sent, 99)}, target);
+    g_fidelity.add("inter-token gap, 20 ms planted (" + std::to_string(all.itl.size()) + " gaps) | " + ns,
+                   {pct(all.itl, 50), pct(all.itl, 99), pct(all.itl_sent, 50), pct(all.itl_sent, 99)}, target);
+    g_split.add("request written by infdoctor -> arrived at the fake provider | " + ns,
+                {pct(all.request_to_read, 50), pct(all.request_to_read, 99)}, "");
+    g_split.add("first token written by the fake provider -> stamped by infdoctor | " + ns,
+                {pct(all.token_to_stamp, 50), pct(all.token_to_stamp, 99)}, "");
   }
   fake.proc->stop();
 
@@ -240,20 +290,20 @@ void fidelity_and_scale() {
       const auto ct = checks::server_ttft_ms(c);
       if (ct && !warm.empty()) err.push_back(std::fabs(*ct - pct(warm, 50) - 500));
     }
-    std::printf("| cold-start penalty, 500 ms planted (%zu samples) | 1 | %.3f | %.3f | | | < 1 |\n", err.size(),
-                pct(err, 50), pct(err, 99));
+    g_fidelity.add("cold-start penalty, 500 ms planted (" + std::to_string(err.size()) + " samples) | 1",
+                   {pct(err, 50), pct(err, 99), NAN, NAN}, "< 1");
     cold.proc->stop();
   }
 }
 
 void lab_rtt() {
   if (auto why = fake::Lab::unavailable_reason()) {
-    std::printf("| TCP round trip on the lab | 1 | skipped: %s | | | | |\n", why->c_str());
+    g_fidelity.add_text("TCP round trip on the lab | 1", "skipped: " + *why);
     return;
   }
   fake::Lab lab({10.0, 0});  // 10 ms each way: 20 ms planted
   if (!lab.ok()) {
-    std::printf("| TCP round trip on the lab | 1 | lab failed: %s | | | | |\n", lab.error().c_str());
+    g_fidelity.add_text("TCP round trip on the lab | 1", "lab failed: " + lab.error());
     return;
   }
   int listener = -1;
@@ -275,8 +325,8 @@ void lab_rtt() {
     }
   });
   ::close(listener);
-  std::printf("| TCP round trip on the namespace lab, 20 ms planted (%zu probes) | 1 | %.3f | %.3f | | | < 1 |\n",
-              err.size(), pct(err, 50), pct(err, 99));
+  g_fidelity.add("TCP round trip on the namespace lab, 20 ms planted (" + std::to_string(err.size()) + " probes) | 1",
+                 {pct(err, 50), pct(err, 99), NAN, NAN}, "< 1");
 }
 
 struct RunCost {
@@ -344,36 +394,33 @@ void quick_and_growth() {
   fake.proc->stop();
 }
 
-void print_split() {
-  std::printf("\n| time to first token against what was sent, in two parts (ms) | streams | p50 | p99 |\n|---|---|---|---|\n");
-  for (const auto& [n, read, stamp] : g_split) {
-    std::printf("| request written by infdoctor -> read by the fake provider | %d | %.3f | %.3f |\n", n, pct(read, 50),
-                pct(read, 99));
-    std::printf("| first token written by the fake provider -> stamped by infdoctor | %d | %.3f | %.3f |\n", n,
-                pct(stamp, 50), pct(stamp, 99));
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   bool skip_lab = false, skip_quick = false;
+  int repeat = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--skip-lab") skip_lab = true;
     else if (a == "--skip-quick") skip_quick = true;
+    else if (a == "--repeat" && i + 1 < argc && std::atoi(argv[i + 1]) >= 1 && std::atoi(argv[i + 1]) <= 20)
+      repeat = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_perf [--skip-lab] [--skip-quick]\n");
+      std::fprintf(stderr, "usage: bench_perf [--repeat N (1-20)] [--skip-lab] [--skip-quick]\n");
       return 2;
     }
   }
   std::string self = argv[0];
   const auto slash = self.rfind('/');
   g_bin_dir = (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/..";
-  fidelity_and_scale();
-  if (!skip_lab) lab_rtt();
-  print_split();
-  std::printf("\n");
+  for (int r = 0; r < repeat; ++r) {
+    fidelity_and_scale();
+    if (!skip_lab) lab_rtt();
+  }
+  if (repeat > 1) std::printf("Each cell: the median of %d repeats [lowest, highest].\n\n", repeat);
+  g_scale.print();
+  g_fidelity.print();
+  g_split.print();
   if (!skip_quick) quick_and_growth();
   return 0;
 }
