@@ -57,9 +57,12 @@ long long micros_of(Clock::time_point t) {
 // wake-up that 255 other threads compete for. The peek returns the stamp of the last packet it
 // looked at, so it counts only when the whole request (headers and Content-Length body) is
 // there; otherwise, or without stamps, nothing, and the caller uses the time its read finished.
-std::optional<Clock::time_point> whole_request_arrival(int fd) {
+// `idle` is set when nothing came for a minute (the read's own timeout, SO_RCVTIMEO).
+std::optional<Clock::time_point> whole_request_arrival(int fd, bool& idle) {
   pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, 60000) <= 0 || !(p.revents & POLLIN)) return std::nullopt;
+  const int ready = ::poll(&p, 1, 60000);
+  idle = ready == 0;
+  if (ready <= 0 || !(p.revents & POLLIN)) return std::nullopt;
   thread_local std::vector<char> peek(64 * 1024);
   alignas(cmsghdr) char control[256];
   iovec iov{peek.data(), peek.size()};
@@ -274,8 +277,11 @@ struct Server::Impl {
       parser.header_limit(kMaxHeaderBytes);
       beast::error_code ec;
       std::optional<Clock::time_point> on_wire;  // plain TCP with nothing buffered: the kernel's stamp
-      if constexpr (std::is_same_v<Stream, tcp::socket>)
-        if (buf.size() == 0) on_wire = whole_request_arrival(stream.native_handle());
+      if constexpr (std::is_same_v<Stream, tcp::socket>) {
+        bool idle = false;
+        if (buf.size() == 0) on_wire = whole_request_arrival(stream.native_handle(), idle);
+        if (idle) return;  // an idle client frees its thread after a minute, as a read would
+      }
       bhttp::read(stream, buf, parser, ec);
       if (ec) {
         if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit)
