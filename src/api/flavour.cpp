@@ -10,7 +10,7 @@ const std::vector<Preset>& presets() {
        {"openai-processing-ms", "x-request-id", "x-ratelimit-*"}, "OpenAI's own API"},
       {"azure-openai", "", Flavour::OpenAI, Auth::ApiKey, "AZURE_OPENAI_API_KEY", "api-version=2024-06-01", {},
        {"apim-request-id", "x-ratelimit-*", "openai-processing-ms"},
-       "--base-url https://RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT; the key goes in api-key"},
+       "give --base-url https://RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT; the key goes in api-key"},
       {"vllm", "http://localhost:8000/v1", Flavour::OpenAI, Auth::Bearer, "VLLM_API_KEY", "", {}, {},
        "vLLM's OpenAI server (key only with --api-key on the server)"},
       {"tgi", "http://localhost:8080/v1", Flavour::OpenAI, Auth::Bearer, "", "", {},

@@ -56,7 +56,7 @@ core::Result<api::Endpoint> make_endpoint(const EndpointFlags& f) {
     if (const char* env = std::getenv("OPENAI_BASE_URL")) ep.base_url = env;
   if (ep.base_url.empty()) {
     if (preset)
-      return core::make_error(ErrorCode::InvalidArgument, "--preset " + preset->name + " needs --base-url: " + preset->note);
+      return core::make_error(ErrorCode::InvalidArgument, "--preset " + preset->name + " has no default base URL: " + preset->note);
     return core::make_error(ErrorCode::InvalidArgument, "no endpoint: give --base-url or --preset, or set OPENAI_BASE_URL");
   }
   if (ep.base_url.rfind("http://", 0) != 0 && ep.base_url.rfind("https://", 0) != 0)

@@ -115,7 +115,8 @@ TEST_CASE("preset errors name what is missing") {
   flags.preset = "azure-openai";
   auto azure = cli::make_endpoint(flags);
   REQUIRE_FALSE(azure.ok());
-  CHECK(azure.error().message.find("needs --base-url") != std::string::npos);
+  CHECK(azure.error().message.find("has no default base URL: give --base-url https://RESOURCE.openai.azure.com") !=
+        std::string::npos);
   // A hosted preset brings its own base URL, ahead of $OPENAI_BASE_URL.
   ::setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1", 1);
   flags.preset = "groq";
