@@ -17,7 +17,7 @@ const std::vector<Preset>& presets() {
        {"x-compute-time", "x-queue-time", "x-inference-time", "x-time-per-token"},
        "Hugging Face text-generation-inference, Messages API"},
       {"llama.cpp", "http://localhost:8080/v1", Flavour::OpenAI, Auth::Bearer, "LLAMA_API_KEY", "", {},
-       {"timings (prompt_ms, predicted_ms in the last chunk)"}, "llama.cpp's llama-server"},
+       {"timings"}, "llama.cpp's llama-server"},
       {"ollama", "http://localhost:11434/v1", Flavour::OpenAI, Auth::Bearer, "", "", {}, {},
        "Ollama's OpenAI-compatible endpoint"},
       {"sglang", "http://localhost:30000/v1", Flavour::OpenAI, Auth::Bearer, "SGLANG_API_KEY", "", {}, {},

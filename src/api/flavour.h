@@ -26,7 +26,10 @@ struct Preset {
   std::string key_env;   // where the key is read from by default; "" = the server needs none
   std::string query;     // appended to every request URL (Azure: api-version)
   std::vector<std::string> headers;  // sent with every request, e.g. "anthropic-version: 2023-06-01"
-  std::vector<std::string> signals;  // server-side timing the endpoint is known to report
+  // What the endpoint is known to send with each response: a header name, a header prefix
+  // ending in '*', or "timings" for llama.cpp's timing object in the stream. A run reports how
+  // many requests carried each: a signal missing may have been stripped by a gateway on the way.
+  std::vector<std::string> signals;
   std::string note;                  // for --preset help and the report
 };
 

@@ -206,6 +206,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   ctx.set_max_requests(o.max_requests);
   if (sample_log) ctx.set_sample_sink([&](const nlohmann::json& s) { sample_log->append(s); });
   run::RunResult result = run::run_checks(plan, ctx);
+  if (const api::Preset* p = api::find_preset(o.endpoint.preset)) result.preset = run::preset_signals(*p, result);
   const std::string history_target = core::redact_url(ep->base_url);
   if (hist) {
     auto past = hist->compare(run::flatten_metrics(result), history_target, o.model, result.started_at);

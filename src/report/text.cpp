@@ -224,6 +224,31 @@ std::string render_text(const run::RunResult& r) {
         r.interrupted_by.c_str());
   out += render_diagnosis(r.diagnosis);
   add(out, "\n");
+  // What the preset's endpoint is known to send, and how often it arrived. Results read back
+  // from a file may hold anything here: what is not of the expected type counts as absent.
+  if (r.preset.is_object() && r.preset.contains("signals") && r.preset["signals"].is_array() &&
+      !r.preset["signals"].empty()) {
+    const auto count = [](const json& j, const char* key) -> long long {
+      auto it = j.find(key);
+      return it != j.end() && it->is_number_integer() ? std::clamp<long long>(it->get<long long>(), 0, 1000000000) : 0;
+    };
+    const long long n = count(r.preset, "requests");
+    std::string seen, missing;
+    for (const auto& s : r.preset["signals"]) {
+      if (!s.is_object() || !s.contains("signal") || !s["signal"].is_string()) continue;
+      const long long k = count(s, "seen_in");
+      std::string& list = k > 0 ? seen : missing;
+      list += (list.empty() ? "" : ", ") + s["signal"].get<std::string>() + " (" + std::to_string(k) + " of " +
+              std::to_string(n) + ")";
+    }
+    const auto name = r.preset.find("name");
+    add(out, "  preset %s: timing signals seen: %s\n",
+        name != r.preset.end() && name->is_string() ? name->get<std::string>().c_str() : "?",
+        seen.empty() ? "none" : seen.c_str());
+    if (!missing.empty() && n > 0)
+      add(out, "  not seen: %s; a gateway or proxy on the way may strip them\n", missing.c_str());
+    add(out, "\n");
+  }
   add(out, "  %-14s %-8s %9s  %s\n", "check", "status", "took", "result");
   for (const auto& c : r.checks) {
     char took[32];

@@ -160,8 +160,39 @@ nlohmann::json to_json(const RunResult& r) {
           {"finished_at", r.finished_at},
           {"partial", !r.interrupted_by.empty()},
           {"history", history},
+          {"preset", r.preset},
           {"interrupted_by", r.interrupted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.interrupted_by)},
           {"checks", checks}};
+}
+
+nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
+  int requests = 0;
+  std::vector<int> seen(preset.signals.size(), 0);
+  for (const auto& c : r.checks) {
+    if (!c.samples.is_array()) continue;
+    for (const auto& s : c.samples) {
+      if (!s.is_object() || !s.value("ok", false) || !s.contains("headers")) continue;  // model requests only
+      ++requests;
+      const auto& h = s["headers"];
+      for (std::size_t i = 0; i < preset.signals.size(); ++i) {
+        const std::string& sig = preset.signals[i];
+        bool has = false;
+        if (sig == "timings") {
+          has = s.contains("server_timings") && s["server_timings"].is_object() && !s["server_timings"].empty();
+        } else if (h.is_object() && !sig.empty() && sig.back() == '*') {
+          const std::string prefix = sig.substr(0, sig.size() - 1);
+          for (const auto& [k, _] : h.items()) has = has || k.rfind(prefix, 0) == 0;
+        } else if (h.is_object()) {
+          has = h.contains(sig);
+        }
+        if (has) ++seen[i];
+      }
+    }
+  }
+  nlohmann::json signals = nlohmann::json::array();
+  for (std::size_t i = 0; i < preset.signals.size(); ++i)
+    signals.push_back({{"signal", preset.signals[i]}, {"seen_in", seen[i]}});
+  return {{"name", preset.name}, {"flavour", api::flavour_name(preset.flavour)}, {"requests", requests}, {"signals", signals}};
 }
 
 std::map<std::string, double> flatten_metrics(const RunResult& r) {
@@ -286,6 +317,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
     if (j.contains("run"))
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
+    if (auto p = j.find("preset"); p != j.end() && p->is_object()) r.preset = *p;
     if (auto h = j.find("history"); h != j.end() && h->is_object())
       for (const auto& [k, v] : h->items())
         if (v.is_number()) r.history_metrics["history." + k] = v.get<double>();

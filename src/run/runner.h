@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "api/flavour.h"
 #include "checks/check.h"
 #include "core/result.h"
 #include "rules/rules.h"
@@ -19,7 +20,12 @@ struct RunResult {
   std::vector<rules::Finding> diagnosis;
   // Set when SIGINT or SIGTERM cut the run short ("SIGINT"): the results are partial.
   std::string interrupted_by;
+  // With --preset: {"name", "requests", "signals": [{"signal", "seen_in"}]} (preset_signals).
+  nlohmann::json preset;
 };
+
+// How many of the run's model requests carried each signal the preset expects.
+nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r);
 
 // The metrics as rules name them: "<check>.<metric>" and "run.<metric>".
 std::map<std::string, double> flatten_metrics(const RunResult& r);

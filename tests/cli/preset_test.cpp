@@ -154,6 +154,14 @@ TEST_CASE("run --preset anthropic: the same checks measure a Messages API; repro
   CHECK(j["checks"]["sweep"]["metrics"]["decode_ms_per_token"].get<double>() == doctest::Approx(6).epsilon(0.15));
   CHECK(j["checks"]["sweep"]["metrics"]["prefill_ms_per_token"].get<double>() == doctest::Approx(0.05).epsilon(0.3));
   CHECK(j["checks"]["transport"]["status"] == "ok");  // GET /v1/models with x-api-key
+  // The preset's signals: the fake sends request-id on every message, no rate-limit headers.
+  REQUIRE(j["preset"]["name"] == "anthropic");
+  const int requests = j["preset"]["requests"];
+  CHECK(requests >= 5);
+  for (const auto& sig : j["preset"]["signals"]) {
+    if (sig["signal"] == "request-id") CHECK(sig["seen_in"] == requests);
+    if (sig["signal"] == "anthropic-ratelimit-*") CHECK(sig["seen_in"] == 0);
+  }
   for (const auto& s : server->served()) {
     CHECK(s.key_header == "x-api-key");
     CHECK(s.request_line.rfind("POST /v1/messages", 0) == 0);

@@ -35,4 +35,27 @@ TEST_CASE("report: unreadable check details are named, the rest of the report st
   CHECK_NOTHROW(bundle::render_summary(r, ctx));
 }
 
+TEST_CASE("report: a preset's timing signals, seen and not seen, counted from the samples") {
+  const api::Preset* openai = api::find_preset("openai");
+  REQUIRE(openai != nullptr);
+  run::RunResult r;
+  r.target.base_url = "https://api.openai.com/v1";
+  checks::CheckResult base = checks::CheckResult::start("baseline");
+  for (int i = 0; i < 3; ++i)
+    base.samples.push_back({{"ok", true}, {"headers", {{"openai-processing-ms", "12"}, {"x-request-id", "r"}}}});
+  base.samples.push_back({{"ok", false}, {"headers", nlohmann::json::object()}});  // failed: not counted
+  r.checks.push_back(base);
+  r.preset = run::preset_signals(*openai, r);
+  CHECK(r.preset["requests"] == 3);
+  const std::string text = render_text(r);
+  CHECK(text.find("preset openai: timing signals seen: openai-processing-ms (3 of 3), x-request-id (3 of 3)") !=
+        std::string::npos);
+  CHECK(text.find("not seen: x-ratelimit-* (0 of 3); a gateway or proxy on the way may strip them") != std::string::npos);
+  // From an edited file: wrong types count as absent, nothing throws.
+  r.preset = {{"name", 5}, {"requests", "x"}, {"signals", {{{"signal", "a"}, {"seen_in", "3"}}, 7}}};
+  std::string edited;
+  CHECK_NOTHROW(edited = render_text(r));
+  CHECK(edited.find("preset ?: timing signals seen: none") != std::string::npos);
+}
+
 }  // namespace infdoctor::report
