@@ -201,6 +201,39 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
       o << "- The round trip to your endpoint is longer: which region serves us, and is there a closer one?\n";
   }
   o << "- The request IDs of every measured request are in the runs' samples.jsonl; please look them up.\n\n";
+  // The slower side's slowest requests, for the provider's own logs.
+  const RunResult& slow_run = (b_slower || c.slower.empty()) ? b : a;
+  struct Slow {
+    double total_ms;
+    std::string id, at, check;
+    double ttft_ms;
+  };
+  std::vector<Slow> slowest;
+  for (const auto& chk : slow_run.checks) {
+    if (!chk.samples.is_array()) continue;
+    for (const auto& smp : chk.samples) {
+      if (!smp.is_object() || !smp.value("ok", false)) continue;
+      const auto total = smp.find("total_ms");
+      const auto id = smp.find("request_id");
+      if (total == smp.end() || !total->is_number() || id == smp.end() || !id->is_string() || id->get<std::string>().empty())
+        continue;
+      const auto at = smp.find("started_at");
+      const auto ttft = smp.find("ttft_ms");
+      slowest.push_back({total->get<double>(), id->get<std::string>(),
+                         at != smp.end() && at->is_string() ? at->get<std::string>() : "", chk.id,
+                         ttft != smp.end() && ttft->is_number() ? ttft->get<double>() : NAN});
+    }
+  }
+  std::sort(slowest.begin(), slowest.end(), [](const Slow& x, const Slow& y) { return x.total_ms > y.total_ms; });
+  if (!slowest.empty()) {
+    o << "## The slowest requests on " << slow << "\n\n| request id | started (UTC) | check | first token ms | total ms |\n"
+      << "|---|---|---|---|---|\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, slowest.size()); ++i)
+      o << "| " << slowest[i].id << " | " << slowest[i].at << " | " << slowest[i].check << " | "
+        << num(std::isnan(slowest[i].ttft_ms) ? std::nullopt : std::optional<double>(slowest[i].ttft_ms), "%.0f") << " | "
+        << num(slowest[i].total_ms, "%.0f") << " |\n";
+    o << "\n";
+  }
   o << "Each side's full evidence bundle is in its own directory (" << c.name_a << "/, " << c.name_b
     << "/); comparison.json has this table as data.\n";
   return o.str();

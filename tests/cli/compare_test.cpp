@@ -92,6 +92,13 @@ TEST_CASE("compare: two providers differing only in decode speed; decode is name
   CHECK(summary.find("# Latency comparison: provider-b against provider-a") != std::string::npos);
   CHECK(summary.find("decode per output token") != std::string::npos);
   CHECK(summary.find("## Questions for provider-b") != std::string::npos);
+  // The slower side's slowest requests, by the ids the provider logged.
+  CHECK(summary.find("## The slowest requests on provider-b") != std::string::npos);
+  const auto rows = summary.find("| req-");
+  REQUIRE(rows != std::string::npos);
+  bool served_by_b = false;
+  for (const auto& s : b->served()) served_by_b = served_by_b || summary.find("| " + s.request_id + " |") != std::string::npos;
+  CHECK(served_by_b);
   struct stat st{};
   REQUIRE(::stat((dir + "/summary.md").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
