@@ -68,6 +68,7 @@ core::Result<Side> parse_side(const std::string& spec, const std::string& flag, 
   if (s.name.empty() || s.name.find_first_of("/ .") != std::string::npos)
     return bad("needs a NAME of letters, digits, - or _");
   if (s.model.empty()) return bad("needs model=");
+  if (s.flags.base_url.empty() && s.flags.preset.empty()) return bad("needs a URL after NAME= (or preset=)");
   if (s.flags.api_key_env.empty()) {
     std::string var;
     for (char c : s.name) var += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
