@@ -31,14 +31,16 @@ std::string cell(const std::map<std::string, double>& m, const char* name, const
   return buf;
 }
 
-// Eight levels of a bar, lowest to highest: the shape of a series at a glance.
+// Eight levels of a bar, lowest to highest: the shape of a series at a glance. A series that
+// moves by less than 5 % of its size is drawn flat, so noise does not look like a trend.
 std::string sparkline(const std::vector<double>& v) {
   static const char* kBars[] = {"\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587", "\u2588"};
   if (v.empty()) return "";
   double lo = v[0], hi = v[0];
   for (double x : v) lo = std::min(lo, x), hi = std::max(hi, x);
+  const bool flat = hi - lo <= 0.05 * std::max(std::fabs(hi), std::fabs(lo));
   std::string out;
-  for (double x : v) out += kBars[hi > lo ? static_cast<int>(std::lround((x - lo) / (hi - lo) * 7)) : 3];
+  for (double x : v) out += kBars[flat ? 3 : static_cast<int>(std::lround((x - lo) / (hi - lo) * 7))];
   return out;
 }
 
