@@ -12,16 +12,10 @@ std::string Endpoint::url(const std::string& path) const {
   return u;
 }
 
-std::string Endpoint::chat_path() const { return flavour == Flavour::Anthropic ? "/messages" : "/chat/completions"; }
+std::string Endpoint::chat_path() const { return api::chat_path(flavour); }
 
 void Endpoint::add_headers(std::vector<std::string>& out) const {
-  if (!api_key.empty()) {
-    switch (auth) {
-      case Auth::Bearer: out.push_back("Authorization: Bearer " + api_key); break;
-      case Auth::ApiKey: out.push_back("api-key: " + api_key); break;
-      case Auth::XApiKey: out.push_back("x-api-key: " + api_key); break;
-    }
-  }
+  if (!api_key.empty()) out.push_back(key_header(auth, api_key));
   out.insert(out.end(), headers.begin(), headers.end());
 }
 

@@ -4,6 +4,17 @@ namespace infdoctor::api {
 
 const char* flavour_name(Flavour f) { return f == Flavour::Anthropic ? "anthropic" : "openai"; }
 
+std::string key_header(Auth auth, const std::string& value) {
+  switch (auth) {
+    case Auth::ApiKey: return "api-key: " + value;
+    case Auth::XApiKey: return "x-api-key: " + value;
+    case Auth::Bearer: break;
+  }
+  return "Authorization: Bearer " + value;
+}
+
+const char* chat_path(Flavour f) { return f == Flavour::Anthropic ? "/messages" : "/chat/completions"; }
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> k = {
       {"openai", "https://api.openai.com/v1", Flavour::OpenAI, Auth::Bearer, "OPENAI_API_KEY", "", {},

@@ -33,6 +33,12 @@ struct Preset {
   std::string note;                  // for --preset help and the report
 };
 
+// "Authorization: Bearer VALUE", "api-key: VALUE" or "x-api-key: VALUE": the header line that
+// carries a key (or, in repro.sh, the shell expression that reads it).
+std::string key_header(Auth auth, const std::string& value);
+// Where chat requests go, after the base URL: /chat/completions, or /messages for Anthropic.
+const char* chat_path(Flavour f);
+
 const std::vector<Preset>& presets();
 const Preset* find_preset(const std::string& name);
 // "openai, azure-openai, ..." for help texts and errors.

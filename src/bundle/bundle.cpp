@@ -22,28 +22,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-bool is_archive(const std::string& path) {
-  auto ends = [&](const std::string& s) { return path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0; };
-  return ends(".tar.gz") || ends(".tgz");
-}
-
-core::Status write_file(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
-  ::fchmod(fd, 0600);
-  std::size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return {};
-}
-
 core::Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return core::make_error(core::ErrorCode::Io, "cannot read " + path);
@@ -73,6 +51,38 @@ std::string uname_text() {
 
 }  // namespace
 
+bool is_archive_path(const std::string& path) {
+  auto ends = [&](const std::string& s) { return path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0; };
+  return ends(".tar.gz") || ends(".tgz");
+}
+
+core::Status write_private_file(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
+  ::fchmod(fd, 0600);
+  std::size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n <= 0) {
+      ::close(fd);
+      return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return {};
+}
+
+void describe_endpoint(Context& ctx, const api::Endpoint& ep) {
+  ctx.base_url = ep.base_url;
+  ctx.api_key_env = ep.key_env.empty() ? "API_KEY" : ep.key_env;
+  ctx.flavour = ep.flavour;
+  ctx.auth = ep.auth;
+  ctx.query = ep.query;
+  ctx.headers = ep.headers;
+}
+
+
 core::Result<std::unique_ptr<SampleLog>> SampleLog::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
@@ -93,7 +103,7 @@ void SampleLog::append(const nlohmann::json& sample) {
 }
 
 core::Result<std::unique_ptr<Writer>> Writer::start(const std::string& path) {
-  const bool archive = is_archive(path);
+  const bool archive = is_archive_path(path);
   const std::string dir = archive ? path + ".partial" : path;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -127,14 +137,14 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
       {"report.html", core::scrub(render_html(result))},
   };
   for (const auto& [name, content] : files)
-    if (auto st = write_file(dir_ + "/" + name, content); !st.ok()) return st;
+    if (auto st = write_private_file(dir_ + "/" + name, content); !st.ok()) return st;
   // samples.jsonl was appended on disk as the run went; it is the one file read back.
   std::string samples;
   if (fs::exists(samples_path())) {
     auto content = read_file(samples_path());
     if (!content.ok()) return content.error();
     samples = std::move(content.value());
-  } else if (auto st = write_file(samples_path(), ""); !st.ok()) {
+  } else if (auto st = write_private_file(samples_path(), ""); !st.ok()) {
     return st;
   }
   files.emplace_back("samples.jsonl", std::move(samples));
@@ -142,7 +152,7 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
   for (const auto& [name, content] : files)
     manifest["files"][name] = {{"sha256", sha256_hex(content)}, {"bytes", content.size()}};
   const std::string manifest_text = manifest.dump(2) + "\n";
-  if (auto st = write_file(dir_ + "/manifest.json", manifest_text); !st.ok()) return st;
+  if (auto st = write_private_file(dir_ + "/manifest.json", manifest_text); !st.ok()) return st;
   files.emplace_back("manifest.json", manifest_text);
   finished_ = true;
   if (!archive_) return {};
@@ -211,7 +221,7 @@ core::Result<nlohmann::json> read_results(const std::string& path) {
     auto t = read_file(path + "/results.json");
     if (!t.ok()) return t.error();
     text = std::move(t.value());
-  } else if (is_archive(path)) {
+  } else if (is_archive_path(path)) {
     auto files = read_archive(path);
     if (!files.ok()) return files.error();
     auto it = std::find_if(files->begin(), files->end(), [](const auto& f) { return f.first == "results.json"; });

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/chat.h"
 #include "api/flavour.h"
 #include "core/result.h"
 #include "run/runner.h"
@@ -29,6 +30,15 @@ struct Context {
   std::vector<rules::RuleFile> rules;
   bool partial = false;      // interrupted: the bundle holds what was measured before
 };
+
+// The endpoint as repro.sh must address it: its URL, the variable its key is read from, the
+// flavour, key header, query and preset headers. The key itself is not copied.
+void describe_endpoint(Context& ctx, const api::Endpoint& ep);
+
+// A file created 0600 from the start, as every bundle file is.
+core::Status write_private_file(const std::string& path, const std::string& content);
+// PATH ends in .tar.gz or .tgz: the bundle is an archive, not a directory.
+bool is_archive_path(const std::string& path);
 
 // Appends one request sample a line as the run goes, so an interrupted run keeps what it saw.
 class SampleLog {

@@ -241,11 +241,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
 std::string render_repro(const Context& ctx) {
   std::ostringstream o;
   const std::string base = core::redact_url(ctx.base_url);
-  const std::string var = "${" + ctx.api_key_env + ":-}";
-  std::string key_header = "Authorization: Bearer " + var;
-  if (ctx.auth == api::Auth::ApiKey) key_header = "api-key: " + var;
-  if (ctx.auth == api::Auth::XApiKey) key_header = "x-api-key: " + var;
-  std::string headers = "-H \"" + key_header + "\"";
+  std::string headers = "-H \"" + api::key_header(ctx.auth, "${" + ctx.api_key_env + ":-}") + "\"";
   for (const auto& h : ctx.headers) headers += " -H " + shell_quote(h);
   const std::string query = ctx.query.empty() ? "" : "?" + ctx.query;
   const bool anthropic = ctx.flavour == api::Flavour::Anthropic;
@@ -265,7 +261,7 @@ std::string render_repro(const Context& ctx) {
     o << "\necho '== streamed " << (anthropic ? "message" : "chat completion") << ", model " << m
       << " (watch the tokens arrive)'\n"
       << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' " << headers << " \\\n  -d "
-      << shell_quote(body.dump()) << " \"$BASE_URL" << (anthropic ? "/messages" : "/chat/completions") << query
+      << shell_quote(body.dump()) << " \"$BASE_URL" << api::chat_path(ctx.flavour) << query
       << "\"\n";
   }
   return o.str();

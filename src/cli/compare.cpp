@@ -1,8 +1,5 @@
 // infdoctor compare: the checklist against two endpoints at once, interleaved, and which layers
 // explain the gap between them.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -78,18 +75,9 @@ core::Result<Side> parse_side(const std::string& spec, const std::string& flag, 
   return s;
 }
 
-// Created 0600 from the start, as the bundle's own files are.
+// 0600 from the start, as the bundle's own files are, and scrubbed of every known secret.
 bool write_private(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  const std::string clean = core::scrub(text);
-  std::size_t done = 0;
-  while (done < clean.size()) {
-    const ssize_t n = ::write(fd, clean.data() + done, clean.size() - done);
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return ::close(fd) == 0 && done == clean.size();
+  return bundle::write_private_file(path, core::scrub(text)).ok();
 }
 
 int compare_with(const CompareOptions& o) {
@@ -120,7 +108,7 @@ int compare_with(const CompareOptions& o) {
     std::error_code ec;
     if (std::filesystem::exists(o.run.bundle, ec) && !std::filesystem::is_empty(o.run.bundle, ec))
       return fail_config("--bundle " + o.run.bundle + " exists and is not empty");
-    if (o.run.bundle.size() > 7 && o.run.bundle.compare(o.run.bundle.size() - 7, 7, ".tar.gz") == 0)
+    if (bundle::is_archive_path(o.run.bundle))
       return fail_config("compare writes its bundle as a directory; give --bundle a directory path");
   }
 
@@ -161,12 +149,7 @@ int compare_with(const CompareOptions& o) {
       }
       bundle::Context bc;
       bc.command_line = "infdoctor compare (side " + sides[i].name + ")";
-      bc.api_key_env = eps[i].key_env.empty() ? "API_KEY" : eps[i].key_env;
-      bc.base_url = eps[i].base_url;
-      bc.flavour = eps[i].flavour;
-      bc.auth = eps[i].auth;
-      bc.query = eps[i].query;
-      bc.headers = eps[i].headers;
+      bundle::describe_endpoint(bc, eps[i]);
       for (const auto& m : {sides[i].model, sides[i].small})
         if (!m.empty()) bc.models.push_back(m);
       bc.rules = rule_set->files;

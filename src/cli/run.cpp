@@ -246,12 +246,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   if (bundle_writer) {
     bundle::Context bc;
     bc.command_line = command_line;
-    bc.api_key_env = ep->key_env.empty() ? "API_KEY" : ep->key_env;
-    bc.base_url = ep->base_url;
-    bc.flavour = ep->flavour;
-    bc.auth = ep->auth;
-    bc.query = ep->query;
-    bc.headers = ep->headers;
+    bundle::describe_endpoint(bc, ep.value());
     for (const auto& m : {o.model, o.small_model})
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rule_set->files;

@@ -151,10 +151,11 @@ ServedRequest served_entry(std::string model, Clock::time_point arrived, int sta
   return r;
 }
 
-// The key, from whichever header carried it.
+// The key, from whichever header carried it (an Authorization header without "Bearer " presents
+// itself whole, and so matches no key).
 std::pair<std::string, std::string> presented_key(const bhttp::request<bhttp::string_body>& req) {
-  const std::string bearer(req[bhttp::field::authorization]);
-  if (!bearer.empty()) return {"authorization", bearer.substr(std::min<std::size_t>(7, bearer.size()))};
+  const std::string auth(req[bhttp::field::authorization]);
+  if (!auth.empty()) return {"authorization", auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : auth};
   for (const char* h : {"x-api-key", "api-key"})
     if (auto it = req.find(h); it != req.end()) return {h, std::string(it->value())};
   return {"", ""};
@@ -200,11 +201,11 @@ struct Server::Impl {
     return std::uniform_real_distribution<double>(-ms, ms)(rng);
   }
 
-  void record(ServedRequest r, const bhttp::request<bhttp::string_body>& req) {
+  // `body` is the request body as handle_chat parsed it (discarded when it is not JSON).
+  void record(ServedRequest r, const bhttp::request<bhttp::string_body>& req, const json& body) {
     r.request_line = std::string(req.method_string()) + " " + std::string(req.target());
     r.key_header = presented_key(req).first;
     if (auto it = req.find("anthropic-version"); it != req.end()) r.anthropic_version = std::string(it->value());
-    const json body = json::parse(req.body(), nullptr, false);
     if (body.is_object())
       for (const auto& [k, _] : body.items()) r.body_keys.push_back(k);
     std::lock_guard lock(mu);
@@ -335,9 +336,8 @@ struct Server::Impl {
       // Like some real providers, and worse: the key presented is echoed back whole, so tests can
       // show infdoctor scrubs it from whatever it prints or saves. Any of the three usual headers
       // may carry it; tests check which one did.
-      const auto [header, key] = presented_key(req);
-      const std::string bearer(req[bhttp::field::authorization]);
-      if (key != scenario.api_key || (header == "authorization" && bearer.rfind("Bearer ", 0) != 0))
+      const std::string key = presented_key(req).second;
+      if (key != scenario.api_key)
         return write_simple(stream, 401,
                             is_messages ? anthropic_error_body("invalid x-api-key: " + key, "authentication_error")
                                         : error_body("Incorrect API key provided: " + key, "invalid_request_error",
@@ -398,7 +398,7 @@ struct Server::Impl {
     };
     auto reply_error = [&](int status, const std::string& model, const std::string& msg, const std::string& type,
                            const std::string& code) {
-      record(served_entry(model, arrived, status, rid, req.body().size()), req);
+      record(served_entry(model, arrived, status, rid, req.body().size()), req, body);
       return write_simple(stream, status, err_body(msg, type, code), keep, headers);
     };
     if (body.is_discarded() || !body.is_object())
@@ -455,7 +455,7 @@ struct Server::Impl {
         return reply_error(503, model, "The server is overloaded, try again later", "server_error", "overloaded");
       }
       if (f.kind == "endless_headers") {
-        record(served_entry(model, arrived, 200, rid, req.body().size()), req);
+        record(served_entry(model, arrived, 200, rid, req.body().size()), req, body);
         return endless_headers(stream);
       }
       if (!mid_fault) mid_fault = &f;
@@ -523,14 +523,15 @@ struct Server::Impl {
       headers.emplace_back("server-timing", st_hdr.str());
       headers.emplace_back("x-queue-time", std::to_string(static_cast<long long>(queue_ms)));
     }
-    record(served_entry(model, arrived, 200, rid, req.body().size()), req);
+    record(served_entry(model, arrived, 200, rid, req.body().size()), req, body);
 
     const std::string model_json = json(model).dump();
     const long long created = std::chrono::duration_cast<std::chrono::seconds>(
                                   std::chrono::system_clock::now().time_since_epoch()).count();
     const std::string chunk_head = "{\"id\":\"chatcmpl-" + rid + "\",\"object\":\"chat.completion.chunk\",\"created\":" +
                                    std::to_string(created) + ",\"model\":" + model_json + ",\"choices\":[";
-    const std::string finish = n_out < max_tokens ? "stop" : "length";
+    const bool stopped = n_out < max_tokens;  // the model ended before max_tokens
+    const std::string finish = anthropic ? (stopped ? "end_turn" : "max_tokens") : (stopped ? "stop" : "length");
 
     if (!stream_mode) {
       if (!sleep_until(token_at(n_out - 1))) return false;
@@ -546,7 +547,7 @@ struct Server::Impl {
                           {"role", "assistant"},
                           {"model", model},
                           {"content", json::array({{{"type", "text"}, {"text", text}}})},
-                          {"stop_reason", n_out < max_tokens ? "end_turn" : "max_tokens"},
+                          {"stop_reason", finish},
                           {"usage", {{"input_tokens", prompt_tokens}, {"output_tokens", n_out}}}};
         return write_simple(stream, 200, msg.dump(), keep, headers);
       }
@@ -694,7 +695,7 @@ struct Server::Impl {
     if (anthropic) {
       tail = named("content_block_stop", R"({"type":"content_block_stop","index":0})") +
              named("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"" +
-                                        std::string(n_out < max_tokens ? "end_turn" : "max_tokens") +
+                                        finish +
                                         "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":" + std::to_string(sent) + "}}") +
              named("message_stop", R"({"type":"message_stop"})");
       if (!send(tail)) return false;

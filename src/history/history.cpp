@@ -6,6 +6,8 @@
 #include <cmath>
 #include <iterator>
 
+#include "stats/fit.h"
+
 namespace infdoctor::history {
 namespace {
 
@@ -54,12 +56,6 @@ const char* const kMigrations[] = {
     "CREATE INDEX runs_by_endpoint ON runs(target, model, started_at);",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // A cold-start penalty this large is one; the coldstart rules use the same floor.
 constexpr double kColdPenaltyMs = 200;
@@ -258,7 +254,7 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
   auto ratio = [&](const char* metric, const std::string& prefix) {
     auto p = past.find(metric);
     if (p == past.end() || p->second.empty()) return;
-    const double med = median(p->second);
+    const double med = *stats::median(p->second);
     out["history." + prefix + "_median_ms"] = med;
     if (auto c = current.find(metric); c != current.end() && med > 0) out["history." + prefix + "_ratio"] = c->second / med;
   };
@@ -266,7 +262,7 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
   ratio("baseline.tpot_p50_ms", "tpot_p50");
   ratio("transport.ttfb_p50_ms", "ttfb_p50");
   if (auto p = past.find("coldstart.penalty_ms"); p != past.end() && !p->second.empty()) {
-    out["history.coldstart_penalty_median_ms"] = median(p->second);
+    out["history.coldstart_penalty_median_ms"] = *stats::median(p->second);
     // When the penalty appeared: the first of the runs since the last one without it.
     double since = -1;
     for (const auto& [hours_ago, v] : penalties) {

@@ -3,7 +3,6 @@
 // against its own past. The file carries its schema version (PRAGMA user_version) and is
 // migrated forward on open. Writers take the write lock up front (BEGIN IMMEDIATE) in WAL mode
 // and wait for each other (busy timeout), so two runs from cron can share one file.
-#include <chrono>
 #include <map>
 #include <memory>
 #include <string>

@@ -42,6 +42,10 @@ const LayerDef kLayers[] = {
     {"serialization (per MB of request)", "serialization.upload_parse_ms_per_mb", "per MB sent", nullptr},
 };
 
+const LayerDiff& layer_named(const Comparison& c, const std::string& name) {
+  return *std::find_if(c.layers.begin(), c.layers.end(), [&](const LayerDiff& l) { return l.layer == name; });
+}
+
 }  // namespace
 
 Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::string& name_a, const std::string& name_b) {
@@ -145,12 +149,12 @@ std::string render_comparison(const Comparison& c) {
       o << " No single measured layer explains it.\n";
     } else {
       o << " Explained by:\n";
-      for (const auto& name : c.explaining)
-        for (const auto& l : c.layers)
-          if (l.layer == name)
-            o << "  " << name << ": " << num(std::fabs(l.explains_ms), "%.0f") << " ms ("
-              << num(100.0 * std::fabs(l.explains_ms) / gap, "%.0f") << " % of the gap), " << c.name_b << "/"
-              << c.name_a << " " << num(l.ratio, "%.2fx") << "\n";
+      for (const auto& name : c.explaining) {
+        const LayerDiff& l = layer_named(c, name);
+        o << "  " << name << ": " << num(std::fabs(l.explains_ms), "%.0f") << " ms ("
+          << num(100.0 * std::fabs(l.explains_ms) / gap, "%.0f") << " % of the gap), " << c.name_b << "/" << c.name_a
+          << " " << num(l.ratio, "%.2fx") << "\n";
+      }
     }
   }
   o << "(different?: yes = the 95 % intervals of the medians do not overlap; likely = no interval, 1.5x and 5 ms "
@@ -175,12 +179,12 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
       << fast << " takes " << num(b_slower ? c.total_a : c.total_b, "%.0f") << " ms.**\n\n";
     if (!c.explaining.empty()) {
       o << "The difference is in:\n\n";
-      for (const auto& name : c.explaining)
-        for (const auto& l : c.layers)
-          if (l.layer == name)
-            o << "- " << name << ": " << num(b_slower ? l.b : l.a, "%.3g") << " on " << slow << " against "
-              << num(b_slower ? l.a : l.b, "%.3g") << " on " << fast << " (" << num(std::fabs(l.explains_ms), "%.0f")
-              << " ms of each request)\n";
+      for (const auto& name : c.explaining) {
+        const LayerDiff& l = layer_named(c, name);
+        o << "- " << name << ": " << num(b_slower ? l.b : l.a, "%.3g") << " on " << slow << " against "
+          << num(b_slower ? l.a : l.b, "%.3g") << " on " << fast << " (" << num(std::fabs(l.explains_ms), "%.0f")
+          << " ms of each request)\n";
+      }
       o << "\n";
     }
   }

@@ -117,13 +117,6 @@ void end_run(checks::CheckContext& ctx, RunResult& out) {
 
 }  // namespace
 
-RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
-  RunResult out = begin_run(ctx);
-  for (const auto* e : selected(plan)) run_one(*e, plan, ctx, out);
-  end_run(ctx, out);
-  return out;
-}
-
 std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<checks::CheckContext*>& ctxs) {
   std::vector<RunResult> out;
   for (auto* c : ctxs) out.push_back(begin_run(*c));
@@ -137,6 +130,10 @@ std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<ch
   }
   for (std::size_t i = 0; i < ctxs.size(); ++i) end_run(*ctxs[i], out[i]);
   return out;
+}
+
+RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
+  return std::move(run_interleaved(plan, {&ctx}).front());
 }
 
 nlohmann::json to_json(const RunResult& r) {

@@ -158,10 +158,18 @@ TEST_CASE("run --preset anthropic: the same checks measure a Messages API; repro
   REQUIRE(j["preset"]["name"] == "anthropic");
   const int requests = j["preset"]["requests"];
   CHECK(requests >= 5);
+  int checked = 0;
   for (const auto& sig : j["preset"]["signals"]) {
-    if (sig["signal"] == "request-id") CHECK(sig["seen_in"] == requests);
-    if (sig["signal"] == "anthropic-ratelimit-*") CHECK(sig["seen_in"] == 0);
+    if (sig["signal"] == "request-id") {
+      CHECK(sig["seen_in"] == requests);
+      ++checked;
+    }
+    if (sig["signal"] == "anthropic-ratelimit-*") {
+      CHECK(sig["seen_in"] == 0);
+      ++checked;
+    }
   }
+  CHECK(checked == 2);  // both signals are in the report
   for (const auto& s : server->served()) {
     CHECK(s.key_header == "x-api-key");
     CHECK(s.request_line.rfind("POST /v1/messages", 0) == 0);
