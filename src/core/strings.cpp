@@ -1,0 +1,43 @@
+#include "core/strings.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+namespace infdoctor::core {
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(sep, start), text.size());
+    if (end > start) out.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+void appendf(std::string& out, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char buf[4096];
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && static_cast<std::size_t>(n) < sizeof buf) {
+    out.append(buf, static_cast<std::size_t>(n));
+  } else if (n > 0) {
+    std::string big(static_cast<std::size_t>(n) + 1, '\0');
+    std::vsnprintf(big.data(), big.size(), fmt, again);
+    big.resize(static_cast<std::size_t>(n));
+    out += big;
+  }
+  va_end(again);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  return join_by(items, sep, [](const std::string& s) -> const std::string& { return s; });
+}
+
+}  // namespace infdoctor::core

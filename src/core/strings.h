@@ -1,0 +1,31 @@
+#pragma once
+// Joining and splitting the comma lists that flags, options and messages are made of.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace infdoctor::core {
+
+// The items of `text` between `sep`, empty items dropped: "a,,b" -> {"a", "b"}.
+std::vector<std::string> split(std::string_view text, char sep = ',');
+
+// printf into the end of `out`.
+void appendf(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// `items` with `sep` between them.
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+
+// `f(item)` of every item, with `sep` between them.
+template <class Range, class F>
+std::string join_by(const Range& items, std::string_view sep, F&& f) {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += sep;
+    out += f(item);
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace infdoctor::core
