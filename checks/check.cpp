@@ -13,15 +13,6 @@
 
 namespace infdoctor::checks {
 
-std::string_view status_name(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::Ok: return "ok";
-    case CheckStatus::Skipped: return "skipped";
-    case CheckStatus::Error: return "error";
-  }
-  return "error";
-}
-
 CheckResult CheckResult::start(std::string id) {
   CheckResult r;
   r.id = std::move(id);
@@ -58,15 +49,47 @@ void CheckResult::add_median_ci(const std::string& stem, const std::string& unit
   }
 }
 
+nlohmann::json to_json(const Table& t) {
+  return {{"title", t.title}, {"columns", t.columns}, {"rows", t.rows}, {"note", t.note}};
+}
+
+Table table_from_json(const nlohmann::json& j) {
+  Table t;
+  try {
+    t.title = j.at("title").get<std::string>();
+    t.columns = j.at("columns").get<std::vector<std::string>>();
+    t.rows = j.at("rows").get<std::vector<std::vector<std::string>>>();
+    t.note = j.value("note", "");
+  } catch (const std::exception& e) {
+    return Table{"a table of this check is unreadable (" + std::string(e.what()) + ")", {}, {}, ""};
+  }
+  return t;
+}
+
+std::string cell(double v, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%s%s", v, *unit ? " " : "", unit);
+  return buf;
+}
+
+std::string cell(const std::optional<double>& v, const char* unit) { return v ? cell(*v, unit) : "-"; }
+
+std::string cell(const nlohmann::json& v, const char* unit) {
+  return cell(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt, unit);
+}
+
 nlohmann::json to_json(const CheckResult& r) {
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [k, v] : r.metrics) metrics[k] = v;
+  nlohmann::json tables = nlohmann::json::array();
+  for (const auto& t : r.tables) tables.push_back(to_json(t));
   return {{"status", status_name(r.status)},
           {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
           {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
           {"metrics", metrics},
           {"samples", r.samples},
           {"details", r.details},
+          {"tables", tables},
           {"duration_ms", r.duration_ms}};
 }
 

@@ -14,15 +14,41 @@
 
 #include "api/chat.h"
 #include "core/clock.h"
+#include "core/names.h"
 #include "core/result.h"
 #include "stats/summary.h"
 
 namespace infdoctor::checks {
 
+// How `infdoctor compare` counts a layer's difference into a typical request's end-to-end gap.
+enum class Explains {
+  Nothing,         // shown, not counted (it may be inside another layer, or apply only sometimes)
+  Whole,           // the difference itself
+  PerOutputToken,  // the difference times the typical request's output tokens after the first
+};
+
+// What readers other than rules do with a metric, declared with it so that none spells its name.
+struct MetricTags {
+  const char* layer = nullptr;  // compare shows it as this layer of a request
+  const char* per = nullptr;    // what that layer costs on ("new connections", "every request")
+  Explains explains = Explains::Nothing;
+  bool history = false;         // --history keeps it, for trends and the past week's comparison
+  const char* slo = nullptr;    // the short name --slo accepts for it
+};
+
 struct MetricInfo {
   std::string name;  // "<check id>.<quantity>_<unit>", as rules see it
   std::string unit;
   std::string help;
+  MetricTags tags = {};
+};
+
+// The check's one line in the report. The first headline whose `when` metric was measured (or
+// that has none) is shown; each {quantity_unit} is the check's metric, formatted by its unit ("-"
+// when unmeasured), and {quantity_ratio%} is a ratio shown as a percentage.
+struct Headline {
+  const char* when;
+  const char* text;
 };
 
 struct CheckInfo {
@@ -30,10 +56,31 @@ struct CheckInfo {
   std::string title;
   std::string summary;  // one sentence for `infdoctor explain` and --help
   std::vector<MetricInfo> metrics;
+  std::vector<Headline> headlines;
 };
 
 enum class CheckStatus { Ok, Skipped, Error };
-std::string_view status_name(CheckStatus s);
+inline constexpr std::array kCheckStatusNames{core::NameRow<CheckStatus>{CheckStatus::Ok, "ok"},
+                                              core::NameRow<CheckStatus>{CheckStatus::Skipped, "skipped"},
+                                              core::NameRow<CheckStatus>{CheckStatus::Error, "error"}};
+static_assert(core::in_enum_order(kCheckStatusNames) && kCheckStatusNames.size() == 3);
+constexpr std::string_view status_name(CheckStatus s) { return core::name_of(kCheckStatusNames, s); }
+
+// A table of the check's own measurements, cells already formatted by the check: the terminal
+// report, report.html and summary.md render it as it is, without knowing the check.
+struct Table {
+  std::string title;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::string note;  // a line under the table, or empty
+};
+nlohmann::json to_json(const Table& t);
+// A table read back from results.json; a table that does not have the shape says so in its title.
+Table table_from_json(const nlohmann::json& j);
+// "12.3" (or "12.3 ms" with a unit), "-" when unmeasured.
+std::string cell(double v, const char* unit = "");
+std::string cell(const std::optional<double>& v, const char* unit = "");
+std::string cell(const nlohmann::json& v, const char* unit = "");
 
 struct CheckResult {
   std::string id;
@@ -42,7 +89,8 @@ struct CheckResult {
   std::string error;   // stable token of the failure kind
   std::map<std::string, double> metrics;  // "<quantity>_<unit>" without the check id
   nlohmann::json samples = nlohmann::json::array();
-  nlohmann::json details = nlohmann::json::object();
+  nlohmann::json details = nlohmann::json::object();  // what the plots and other tools read
+  std::vector<Table> tables;
   double duration_ms = 0;
 
   static CheckResult start(std::string id);

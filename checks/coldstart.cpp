@@ -27,12 +27,15 @@ const CheckInfo kInfo{
      {"coldstart.baseline_ttft_mad_ms", "ms", "their spread (scaled MAD)"},
      {"coldstart.first_request_ttft_ms", "ms", "TTFT of the run's first model request"},
      {"coldstart.first_request_penalty_ms", "ms", "first request's TTFT minus the baseline median"},
-     {"coldstart.penalty_ms", "ms", "median TTFT excess over the baseline after the cold gaps"},
+     {"coldstart.penalty_ms", "ms", "median TTFT excess over the baseline after the cold gaps",
+      {.layer = "cold start after idle", .per = "requests after idle", .history = true, .slo = "cold_start_penalty_ms"}},
      {"coldstart.threshold_s", "s", "shortest idle gap after which TTFT jumped"},
      {"coldstart.threshold_low_s", "s", "longest shorter gap after which it did not"},
      {"coldstart.cold_gaps_count", "count", "idle gaps after which TTFT jumped"},
      {"coldstart.gaps_count", "count", "idle gaps measured"},
-     {"coldstart.samples_count", "count", "requests that succeeded"}}};
+     {"coldstart.samples_count", "count", "requests that succeeded"}},
+    {{"penalty_ms", "TTFT +{penalty_ms} after {threshold_s} idle (not after {threshold_low_s}); baseline {baseline_ttft_p50_ms}"},
+     {nullptr, "no jump after {gaps_count} idle gaps; baseline TTFT {baseline_ttft_p50_ms}, first request {first_request_ttft_ms}"}}};
 
 class ColdstartCheck final : public Check {
  public:
@@ -82,6 +85,8 @@ class ColdstartCheck final : public Check {
     }
 
     nlohmann::json table = nlohmann::json::array();
+    Table gaps{"coldstart: TTFT after idle gaps (baseline " + cell(base_med, "ms") + ", cold above +" + cell(margin, "ms") + ")",
+               {"idle", "TTFT", "excess", ""}, {}, ""};
     std::vector<double> excess_cold;
     std::optional<double> threshold, threshold_low;
     int measured = 0;
@@ -99,6 +104,7 @@ class ColdstartCheck final : public Check {
       const double excess = *t - base_med;
       const bool cold = excess > margin;
       table.push_back({{"gap_s", gap}, {"ttft_ms", *t}, {"excess_ms", excess}, {"cold", cold}});
+      gaps.rows.push_back({format_number(gap) + " s", cell(*t, "ms"), cell(excess, "ms"), cold ? "cold" : ""});
       if (cold) {
         if (!threshold) threshold = gap;
         excess_cold.push_back(excess);
@@ -107,6 +113,7 @@ class ColdstartCheck final : public Check {
       }
     }
     out.details["gaps"] = table;
+    if (!gaps.rows.empty()) out.tables.push_back(std::move(gaps));
     out.details["margin_ms"] = margin;
     out.set("gaps_count", measured);
     out.set("cold_gaps_count", static_cast<double>(excess_cold.size()));

@@ -33,10 +33,12 @@ const CheckInfo kInfo{
      {"concurrency.throughput_scaling_ratio", "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
      {"concurrency.latency_growth_ratio", "ratio", "makespan gain over the level gain: 1 serialises"},
      {"concurrency.ttft_growth_ratio", "ratio", "median TTFT at the highest level over one stream's"},
-     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput"},
+     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput",
+      {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {"concurrency.max_level_count", "count", "highest level measured"},
      {"concurrency.failures_count", "count", "failed requests"},
-     {"concurrency.rate_limited_count", "count", "429 answers"}}};
+     {"concurrency.rate_limited_count", "count", "429 answers"}},
+    {{nullptr, "throughput scaling {throughput_scaling_ratio}, makespan growth {latency_growth_ratio} (1 = one at a time), knee at {knee_level_count} streams"}}};
 
 struct Level {
   int streams = 0;
@@ -110,8 +112,11 @@ class ConcurrencyCheck final : public Check {
       if (out.status == CheckStatus::Error) break;
     }
     nlohmann::json table = nlohmann::json::array();
+    Table levels{"concurrency: per level", {"streams", "TTFT p50", "TTFT p90", "total p50", "makespan", "tokens/s"}, {}, ""};
     for (const auto& l : done) {
       const auto t = stats::summarize(l.ttft), e = stats::summarize(l.total);
+      levels.rows.push_back({std::to_string(l.streams), cell(t.p50, "ms"), cell(t.p90, "ms"), cell(e.p50, "ms"),
+                             cell(l.makespan_ms / rounds_, "ms"), cell(l.throughput)});
       table.push_back({{"streams", l.streams},
                        {"ttft_p50_ms", *t.p50},
                        {"ttft_p90_ms", *t.p90},
@@ -121,6 +126,7 @@ class ConcurrencyCheck final : public Check {
                        {"samples_count", t.count}});
     }
     out.details["levels"] = table;
+    if (!levels.rows.empty()) out.tables.push_back(std::move(levels));
     out.set("failures_count", failures);
     out.set("rate_limited_count", rate_limited);
     if (done.empty()) {

@@ -9,6 +9,7 @@
 
 #include "checks/check.h"
 #include "checks/registry.h"
+#include "core/strings.h"
 #include "dns/resolver.h"
 
 namespace infdoctor::checks {
@@ -18,7 +19,8 @@ const CheckInfo kInfo{
     "dns",
     "DNS resolution",
     "How long each resolver takes to resolve the API host, and what it answers.",
-    {{"dns.p50_ms", "ms", "median lookup time, first resolver"},
+    {{"dns.p50_ms", "ms", "median lookup time, first resolver",
+      {.layer = "DNS", .per = "new connections", .history = true, .slo = "dns_p50_ms"}},
      {"dns.p50_ci_low_ms", "ms", "95 % interval of the median lookup, low end"},
      {"dns.p50_ci_high_ms", "ms", "95 % interval of the median lookup, high end"},
      {"dns.p90_ms", "ms", "90th percentile lookup time, first resolver"},
@@ -33,7 +35,8 @@ const CheckInfo kInfo{
      {"dns.resolvers_count", "count", "resolvers asked"},
      {"dns.addresses_count", "count", "distinct addresses answered"},
      {"dns.worst_p50_ms", "ms", "the slowest resolver's median"},
-     {"dns.min_ttl_s", "s", "smallest TTL answered"}}};
+     {"dns.min_ttl_s", "s", "smallest TTL answered"}},
+    {{nullptr, "p50 {p50_ms}, max {max_ms}, {failures_count} failed, {addresses_count} addresses"}}};
 
 class DnsCheck final : public Check {
  public:
@@ -80,6 +83,7 @@ class DnsCheck final : public Check {
     std::optional<int> min_ttl;
     std::optional<double> worst_p50;
     nlohmann::json per_resolver = nlohmann::json::array();
+    Table resolvers_table{"dns: per resolver", {"resolver", "answers", "p50", "max", "failures"}, {}, ""};
     std::optional<core::Error> first_error;
     for (std::size_t si = 0; si < servers.size(); ++si) {
       const dns::Server& server = servers[si];
@@ -130,6 +134,11 @@ class DnsCheck final : public Check {
                             {"failures", server_failures},
                             {"addresses", server_addrs}};
       per_resolver.push_back(row);
+      resolvers_table.rows.push_back(
+          {server.text(), std::to_string(sum.count), cell(sum.p50, "ms"), cell(sum.max, "ms"),
+           server_failures.empty() ? "none" : core::join_by(server_failures, ", ", [](const auto& f) {
+             return f.first + " x" + std::to_string(f.second);
+           })});
     }
     // IPv4 first: most clients try it first, and path and transport probe in this order.
     std::vector<std::string> addresses = v4;
@@ -148,6 +157,8 @@ class DnsCheck final : public Check {
     if (min_ttl) out.set("min_ttl_s", *min_ttl);
     out.details["resolvers"] = per_resolver;
     out.details["addresses"] = addresses;
+    resolvers_table.note = "addresses: " + (addresses.empty() ? std::string("none") : core::join(addresses));
+    out.tables.push_back(std::move(resolvers_table));
     ctx.set_addresses(addresses);
     if (addresses.empty() && first_error) return out.fail(*first_error);  // no resolver gave an address
     return out;

@@ -8,6 +8,10 @@
 // last_hop_rtt_ms}; over all addresses: path.rtt_spread_ms.
 #include <thread>
 
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "net/probes.h"
@@ -19,7 +23,8 @@ const CheckInfo kInfo{
     "path",
     "Network path",
     "Round-trip time and loss to the API's addresses, and the hops on the way.",
-    {{"path.tcp_rtt_p50_ms", "ms", "median TCP connect time to the API port"},
+    {{"path.tcp_rtt_p50_ms", "ms", "median TCP connect time to the API port",
+      {.layer = "network path (TCP round trip)", .per = "every request", .explains = Explains::Whole, .history = true, .slo = "rtt_p50_ms"}},
      {"path.tcp_rtt_p50_ci_low_ms", "ms", "95 % interval of the median TCP round trip, low end"},
      {"path.tcp_rtt_p50_ci_high_ms", "ms", "95 % interval of the median TCP round trip, high end"},
      {"path.tcp_rtt_p90_ms", "ms", "90th percentile TCP connect time"},
@@ -27,12 +32,15 @@ const CheckInfo kInfo{
      {"path.tcp_rtt_samples_count", "count", "TCP connects that got an answer"},
      {"path.tcp_loss_ratio", "ratio", "TCP connects with no answer in time"},
      {"path.icmp_rtt_p50_ms", "ms", "median ICMP echo round trip"},
+     {"path.icmp_rtt_p90_ms", "ms", "90th percentile ICMP echo round trip"},
+     {"path.icmp_rtt_max_ms", "ms", "slowest ICMP echo round trip"},
      {"path.icmp_rtt_samples_count", "count", "ICMP echo replies"},
      {"path.icmp_loss_ratio", "ratio", "ICMP echoes with no reply"},
      {"path.hops_count", "count", "hops to the destination"},
      {"path.last_hop_rtt_ms", "ms", "median round trip of the last hop"},
      {"path.rtt_spread_ms", "ms", "slowest address's median TCP RTT minus the fastest's"},
-     {"path.addresses_count", "count", "addresses probed"}}};
+     {"path.addresses_count", "count", "addresses probed"}},
+    {{nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count} hops"}}};
 
 class PathCheck final : public Check {
  public:
@@ -118,6 +126,7 @@ class PathCheck final : public Check {
       per_address.push_back(row);
     }
     out.details["addresses"] = per_address;
+    add_tables(out, per_address);
     out.set("addresses_count", static_cast<double>(n_addr));
     if (best && worst) out.set("rtt_spread_ms", *worst - *best);
     if (!any_answer && first_error) return out.fail(*first_error);
@@ -125,6 +134,65 @@ class PathCheck final : public Check {
   }
 
  private:
+  // The round trips per address, then each address's hop table (mtr's columns), from the rows
+  // run() keeps in its details.
+  static void add_tables(CheckResult& out, const nlohmann::json& per_address) {
+    auto pct = [](const nlohmann::json& ratio) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%.0f%%", ratio.is_number() ? ratio.get<double>() * 100 : 100.0);
+      return std::string(buf);
+    };
+    Table rtt{"path: round trips per address",
+              {"address", "port", "TCP p50", "TCP p90", "TCP max", "TCP loss", "ICMP p50", "ICMP max", "ICMP loss"}, {}, ""};
+    std::vector<Table> hop_tables;
+    for (const auto& a : per_address) {
+      const auto& tcp = a["tcp"];
+      std::vector<std::string> row = {a["address"].get<std::string>(), std::to_string(a["port"].get<int>()),
+                                      cell(tcp["p50_ms"], "ms"), cell(tcp["p90_ms"], "ms"), cell(tcp["max_ms"], "ms"),
+                                      pct(tcp["loss_ratio"])};
+      const nlohmann::json icmp = a.value("icmp", nlohmann::json::object());
+      if (icmp.value("status", "") == "skipped" || icmp.empty()) {
+        row.insert(row.end(), {"-", "-", "-"});
+        if (icmp.contains("reason")) rtt.note = "ICMP echo skipped: " + icmp["reason"].get<std::string>();
+      } else {
+        row.insert(row.end(), {cell(icmp["p50_ms"], "ms"), cell(icmp["max_ms"], "ms"), pct(icmp["loss_ratio"])});
+      }
+      rtt.rows.push_back(std::move(row));
+      if (!a.contains("hops")) continue;
+      const auto& h = a["hops"];
+      Table hops{"path: hops to " + a["address"].get<std::string>(),
+                 {"hop", "host", "loss", "sent", "last", "avg", "best", "worst"}, {}, ""};
+      if (h.value("status", "") == "skipped") {
+        hops.note = "skipped: " + h.value("reason", std::string());
+        hop_tables.push_back(std::move(hops));
+        continue;
+      }
+      for (const auto& hop : h["table"]) {
+        std::vector<double> rtts;
+        int sent = 0;
+        for (const auto& v : hop["rtt_ms"]) {
+          ++sent;
+          if (v.is_number()) rtts.push_back(v.get<double>());
+        }
+        std::string host = hop["address"].is_string() ? hop["address"].get<std::string>() : "???";
+        if (!hop["note"].get<std::string>().empty()) host += " " + hop["note"].get<std::string>();
+        std::optional<double> last, avg, lo, hi;
+        if (!rtts.empty()) {
+          last = rtts.back();
+          avg = std::accumulate(rtts.begin(), rtts.end(), 0.0) / static_cast<double>(rtts.size());
+          lo = *std::min_element(rtts.begin(), rtts.end());
+          hi = *std::max_element(rtts.begin(), rtts.end());
+        }
+        hops.rows.push_back({std::to_string(hop["ttl"].get<int>()), host, rtts.empty() ? "100%" : pct(hop["loss_ratio"]),
+                             std::to_string(sent), cell(last), cell(avg), cell(lo), cell(hi)});
+      }
+      if (!h["reached"].get<bool>()) hops.note = "the destination did not answer within the hop limit";
+      hop_tables.push_back(std::move(hops));
+    }
+    out.tables.push_back(std::move(rtt));
+    for (auto& t : hop_tables) out.tables.push_back(std::move(t));
+  }
+
   nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary) {
     std::vector<double> rtt;
     int sent = 0;

@@ -27,7 +27,30 @@ std::vector<MetricInfo> all_metrics() {
     const auto& m = check->info().metrics;
     out.insert(out.end(), m.begin(), m.end());
   }
+  out.insert(out.end(), run_metrics().begin(), run_metrics().end());
   return out;
+}
+
+const CheckInfo* find_info(const std::string& id) {
+  // Each check's kInfo is a static of its file: the pointer outlives the check made to find it.
+  for (const auto& e : registry())
+    if (e.id == id) return &e.make(Options{})->info();
+  return nullptr;
+}
+
+const std::vector<MetricInfo>& run_metrics() {
+  static const std::vector<MetricInfo> k = {
+      {"run.requests_count", "count", "model requests sent", {.history = true}},
+      {"run.failed_count", "count", "model requests that failed, all kinds", {.history = true}},
+      {"run.timeout_count", "count", "model requests that timed out"},
+      {"run.broken_stream_count", "count", "streams closed, reset, malformed, cut by an error event or too large"},
+      {"run.server_error_count", "count", "answers with an HTTP 5xx status"},
+      {"run.tls_failed_count", "count", "requests whose TLS handshake or verification failed"},
+      {"run.tls_verify_off", "flag", "1 when certificates were not verified (--insecure over https)"},
+      {"run.rate_limited_count", "count", "answers with HTTP 429"},
+      {"run.retry_wait_ms", "ms", "time spent waiting out Retry-After and backoff"},
+  };
+  return k;
 }
 
 }  // namespace infdoctor::checks

@@ -18,8 +18,13 @@ struct CheckEntry {
 
 const std::vector<CheckEntry>& registry();
 
-// Every metric any check declares, as rules name them ("dns.p50_ms").
+// Every metric any check declares, as rules name them ("dns.p50_ms"), in run order, and after
+// them the run's own (run_metrics()).
 std::vector<MetricInfo> all_metrics();
+// The declaration of the check `id`, or nullptr for an id no check has (results from elsewhere).
+const CheckInfo* find_info(const std::string& id);
+// What the run counts over all checks' model requests ("run.failed_count").
+const std::vector<MetricInfo>& run_metrics();
 
 std::unique_ptr<Check> make_dns_check(const Options& o);
 std::unique_ptr<Check> make_path_check(const Options& o);

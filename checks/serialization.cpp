@@ -19,7 +19,8 @@ const CheckInfo kInfo{
     "serialization",
     "Serialization",
     "Cost of request body size (upload and parse) and of streaming against a single response.",
-    {{"serialization.upload_parse_ms_per_mb", "ms", "fitted TTFT slope per megabyte of request body"},
+    {{"serialization.upload_parse_ms_per_mb", "ms", "fitted TTFT slope per megabyte of request body",
+      {.layer = "serialization (per MB of request)", .per = "per MB sent"}},
      {"serialization.upload_parse_overhead_ms", "ms", "fitted TTFT at an empty body"},
      {"serialization.upload_parse_fit_r2_ratio", "ratio", "how well a line explains TTFT against body size"},
      {"serialization.largest_body_bytes", "bytes", "largest request body sent"},
@@ -29,7 +30,8 @@ const CheckInfo kInfo{
      {"serialization.stream_overhead_ms", "ms", "streamed minus non-streamed end-to-end"},
      {"serialization.stream_token_bytes", "bytes", "response bytes per streamed output token"},
      {"serialization.samples_count", "count", "padded requests that succeeded"},
-     {"serialization.failures_count", "count", "failed requests"}}};
+     {"serialization.failures_count", "count", "failed requests"}},
+    {{nullptr, "body {upload_parse_ms_per_mb}, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}}};
 
 class SerializationCheck final : public Check {
  public:

@@ -27,7 +27,8 @@ const CheckInfo kInfo{
      {"soak.slow_ratio", "ratio", "requests slower than twice the median TTFT"},
      {"soak.samples_count", "count", "successful requests"},
      {"soak.failures_count", "count", "failed requests"},
-     {"soak.duration_s", "s", "how long the soak ran"}}};
+     {"soak.duration_s", "s", "how long the soak ran"}},
+    {{nullptr, "TTFT p50 {ttft_p50_ms}, drift {ttft_drift_ms}, slow {slow_ratio%}"}}};
 
 class SoakCheck final : public Check {
  public:

@@ -24,20 +24,23 @@ const CheckInfo kInfo{
     "sweep",
     "Prompt-length and output-length sweeps",
     "TTFT against prompt tokens (prefill cost) and total time against output tokens (decode cost).",
-    {{"sweep.prefill_ms_per_token", "ms", "fitted TTFT slope per prompt token"},
+    {{"sweep.prefill_ms_per_token", "ms", "fitted TTFT slope per prompt token",
+      {.layer = "prefill per prompt token", .per = "per prompt token", .history = true}},
      {"sweep.prefill_overhead_ms", "ms", "fitted TTFT at zero prompt tokens"},
      {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
      {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
      {"sweep.max_prompt_tokens_count", "count", "largest prompt (server tokens) measured"},
      {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
-     {"sweep.decode_ms_per_token", "ms", "fitted end-to-end slope per output token"},
+     {"sweep.decode_ms_per_token", "ms", "fitted end-to-end slope per output token",
+      {.history = true}},
      {"sweep.decode_overhead_ms", "ms", "fitted end-to-end time at zero output tokens"},
      {"sweep.decode_fit_r2_ratio", "ratio", "how well a line explains total time against output tokens"},
      {"sweep.decode_samples_count", "count", "decode requests that succeeded"},
      {"sweep.tpot_p50_ms", "ms", "median time per output token of the decode requests"},
      {"sweep.max_output_tokens_count", "count", "most output tokens any decode request produced"},
      {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
-     {"sweep.failures_count", "count", "failed requests"}}};
+     {"sweep.failures_count", "count", "failed requests"}},
+    {{nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count} stopped early"}}};
 
 class SweepCheck final : public Check {
  public:

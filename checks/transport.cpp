@@ -6,6 +6,8 @@
 // Cannot tell: where TLS terminates (a CDN edge or the origin), or server time from network time.
 // Emits, for the first address: transport.{connect_p50_ms,tls_p50_ms,ttfb_p50_ms,
 // reused_ttfb_p50_ms,reuse_saves_ms,keepalive_ratio,cert_chain_count,cert_chain_bytes,...}.
+#include <cstdio>
+
 #include "checks/check.h"
 #include "checks/registry.h"
 
@@ -16,15 +18,21 @@ const CheckInfo kInfo{
     "transport",
     "TCP and TLS",
     "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
-    {{"transport.connect_p50_ms", "ms", "median TCP connect, fresh connections"},
+    {{"transport.connect_p50_ms", "ms", "median TCP connect, fresh connections",
+      {.layer = "TCP connect", .per = "new connections", .history = true}},
+     {"transport.connect_p90_ms", "ms", "90th percentile TCP connect, fresh connections"},
+     {"transport.connect_max_ms", "ms", "slowest TCP connect, fresh connections"},
      {"transport.connect_p50_ci_low_ms", "ms", "95 % interval of the median connect, low end"},
      {"transport.connect_p50_ci_high_ms", "ms", "95 % interval of the median connect, high end"},
-     {"transport.tls_p50_ms", "ms", "median TLS handshake, fresh connections"},
+     {"transport.tls_p50_ms", "ms", "median TLS handshake, fresh connections",
+      {.layer = "TLS handshake", .per = "new connections", .history = true, .slo = "tls_p50_ms"}},
      {"transport.tls_p50_ci_low_ms", "ms", "95 % interval of the median TLS handshake, low end"},
      {"transport.tls_p50_ci_high_ms", "ms", "95 % interval of the median TLS handshake, high end"},
      {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
-     {"transport.ttfb_p50_ms", "ms", "median time to first byte from the request's start, fresh connections"},
-     {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections"},
+     {"transport.ttfb_p50_ms", "ms", "median time to first byte from the request's start, fresh connections",
+      {.history = true}},
+     {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections",
+      {.layer = "server wait (first byte)", .per = "every request"}},
      {"transport.server_wait_p50_ci_low_ms", "ms", "95 % interval of the median server wait, low end"},
      {"transport.server_wait_p50_ci_high_ms", "ms", "95 % interval of the median server wait, high end"},
      {"transport.reused_ttfb_p50_ms", "ms", "median time to first byte on a reused connection"},
@@ -36,7 +44,8 @@ const CheckInfo kInfo{
      {"transport.samples_count", "count", "fresh connections that succeeded, first address"},
      {"transport.failures_count", "count", "requests that failed, all addresses"},
      {"transport.connect_spread_ms", "ms", "slowest address's median connect minus the fastest's"},
-     {"transport.addresses_count", "count", "addresses probed"}}};
+     {"transport.addresses_count", "count", "addresses probed"}},
+    {{nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}}};
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
@@ -60,6 +69,8 @@ class TransportCheck final : public Check {
     const Target& t = ctx.target();
     const std::size_t n_addr = std::min<std::size_t>(addrs.size(), static_cast<std::size_t>(max_addresses_));
     nlohmann::json per_address = nlohmann::json::array();
+    Table addresses_table{"transport: per address (ms, medians)",
+                          {"address", "connect", "TLS", "ttfb", "reused", "saves", "TLS, ALPN, chain", "keep-alive"}, {}, ""};
     std::optional<double> best, worst;
     std::optional<core::Error> first_error;
     int failures = 0;
@@ -138,6 +149,13 @@ class TransportCheck final : public Check {
                       {"chain_bytes", tls_info->chain_bytes}};
       }
       per_address.push_back(row);
+      std::string tls_text = "plain HTTP";
+      if (tls_info)
+        tls_text = tls_info->version + ", " + (tls_info->alpn.empty() ? std::string("no ALPN") : tls_info->alpn) + ", " +
+                   std::to_string(tls_info->chain_count) + " certs / " + std::to_string(tls_info->chain_bytes) + " bytes";
+      char keep_text[32];
+      std::snprintf(keep_text, sizeof keep_text, "%.0f%%", keepalive * 100);
+      addresses_table.rows.push_back({ip, cell(cs.p50), cell(ls.p50), cell(fs.p50), cell(rs.p50), cell(saves), tls_text, keep_text});
       if (cs.p50) {
         best = best ? std::min(*best, *cs.p50) : *cs.p50;
         worst = worst ? std::max(*worst, *cs.p50) : *cs.p50;
@@ -166,6 +184,7 @@ class TransportCheck final : public Check {
       }
     }
     out.details["addresses"] = per_address;
+    if (!addresses_table.rows.empty()) out.tables.push_back(std::move(addresses_table));
     out.set("failures_count", failures);
     out.set("addresses_count", static_cast<double>(n_addr));
     if (best && worst) out.set("connect_spread_ms", *worst - *best);

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/redact.h"
+#include "core/version.h"
 
 namespace infdoctor::bundle {
 namespace {
@@ -73,6 +74,17 @@ core::Status write_private_file(const std::string& path, const std::string& cont
   return {};
 }
 
+core::Status write_replacing(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".infdoctor-" + std::to_string(::getpid()) + ".tmp";
+  if (auto st = write_private_file(tmp, content); !st.ok()) return core::make_error(st.error().code, "cannot write " + path, st.error().detail);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return core::make_error(core::ErrorCode::Io, "cannot write " + path, why);
+  }
+  return {};
+}
+
 void describe_endpoint(Context& ctx, const api::Endpoint& ep) {
   ctx.base_url = ep.base_url;
   ctx.api_key_env = ep.key_env.empty() ? "API_KEY" : ep.key_env;
@@ -124,7 +136,7 @@ core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
   json rules_files = json::array();
   for (const auto& f : ctx.rules) rules_files.push_back({{"path", f.path}, {"content", f.content}});
   results["bundle"] = {{"bundle_version", 1},
-                       {"infdoctor_version", "0.1.0"},
+                       {"infdoctor_version", core::kVersion},
                        {"uname", uname_text()},
                        {"command_line", ctx.command_line},
                        {"partial", ctx.partial},

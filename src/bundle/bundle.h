@@ -37,6 +37,9 @@ void describe_endpoint(Context& ctx, const api::Endpoint& ep);
 
 // A file created 0600 from the start, as every bundle file is.
 core::Status write_private_file(const std::string& path, const std::string& content);
+// The same, written whole: to a temporary name beside `path`, then renamed over it, so a reader
+// (a collector, a script) never sees half a file.
+core::Status write_replacing(const std::string& path, const std::string& content);
 // PATH ends in .tar.gz or .tgz: the bundle is an archive, not a directory.
 bool is_archive_path(const std::string& path);
 

@@ -7,6 +7,7 @@
 
 #include "bundle/bundle.h"
 #include "core/redact.h"
+#include "core/version.h"
 #include "report/text.h"
 
 namespace infdoctor::bundle {
@@ -187,7 +188,7 @@ std::string figure(const std::string& id, const std::string& caption, const std:
 std::string render_summary(const run::RunResult& r, const Context& ctx) {
   std::ostringstream o;
   o << "# infdoctor evidence: " << r.target.base_url << "\n\n";
-  o << "Run from " << r.started_at << " to " << r.finished_at << " (UTC) by infdoctor 0.1.0";
+  o << "Run from " << r.started_at << " to " << r.finished_at << " (UTC) by infdoctor " << core::kVersion;
   if (!ctx.models.empty()) {
     o << "; models:";
     for (const auto& m : ctx.models) o << " `" << m << "`";

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/redact.h"
+#include "core/version.h"
 
 namespace infdoctor::cli {
 
@@ -26,7 +27,7 @@ int run(int argc, char** argv) {
       "(DNS, network path, TCP/TLS, prefill, decode, cold starts, queueing) and says which layer costs the time.\n"
       "The API key is read from an environment variable (default OPENAI_API_KEY), never from the command line."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "infdoctor 0.1.0");
+  app.set_version_flag("--version", "infdoctor " + std::string(core::kVersion));
   std::function<int()> chosen;
   add_probe_command(app, chosen);
   add_run_command(app, chosen);

@@ -4,12 +4,14 @@
 
 #include <string>
 
+#include "core/exit_code.h"
+
 namespace infdoctor::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitDegraded = 1;
-inline constexpr int kExitCritical = 2;
-inline constexpr int kExitCouldNotRun = 3;
+using core::kExitCouldNotRun;
+using core::kExitCritical;
+using core::kExitDegraded;
+using core::kExitOk;
 
 int run(int argc, char** argv);
 

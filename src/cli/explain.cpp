@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "report/text.h"
-#include "run/runner.h"
+#include "run/session.h"
 
 namespace infdoctor::cli {
 namespace {
@@ -20,30 +20,14 @@ struct ExplainOptions {
 
 int run_explain(const ExplainOptions& o) {
   auto j = bundle::read_results(o.path);
-  if (!j.ok()) {
-    std::cerr << "infdoctor: error: " << j.error().message << (j.error().detail.empty() ? "" : ": " + j.error().detail) << '\n';
-    return kExitCouldNotRun;
-  }
+  if (!j.ok()) return fail_config(j.error().message, j.error().detail);
   auto result = run::from_json(j.value());
-  if (!result.ok()) {
-    std::cerr << "infdoctor: error: " << o.path << ": " << result.error().message
-              << (result.error().detail.empty() ? "" : ": " + result.error().detail) << '\n';
-    return kExitCouldNotRun;
-  }
+  if (!result.ok()) return fail_config(o.path + ": " + result.error().message, result.error().detail);
   std::vector<std::string> warnings;
   auto rules = run::load_rules(o.rules_dir, warnings);
   for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
-  if (!rules.ok()) {
-    std::cerr << "infdoctor: error: " << rules.error().message << '\n' << rules.error().detail << '\n';
-    return kExitCouldNotRun;
-  }
-  // Limits (--slo) were the run's own: they are kept as they were; the rules are applied afresh.
-  std::vector<rules::Finding> kept;
-  for (const auto& f : result->diagnosis)
-    if (f.rule.rfind("slo.", 0) == 0) kept.push_back(f);
-  result->diagnosis = rules::diagnose(rules.value(), run::flatten_metrics(result.value()));
-  result->diagnosis.insert(result->diagnosis.end(), kept.begin(), kept.end());
-  run::rank(result->diagnosis);
+  if (!rules.ok()) return fail_config(rules.error().message, rules.error().detail);
+  run::rediagnose(result.value(), rules.value());
   if (o.json) {
     nlohmann::json d = nlohmann::json::array();
     for (const auto& f : result->diagnosis) d.push_back(rules::to_json(f));
@@ -59,11 +43,7 @@ int run_rules_check(const std::string& dir) {
   std::vector<std::string> warnings;
   auto rules = run::load_rules(dir, warnings);
   for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
-  if (!rules.ok()) {
-    std::cerr << "infdoctor: error: " << rules.error().message << '\n';
-    std::cerr << rules.error().detail << '\n';
-    return kExitCouldNotRun;
-  }
+  if (!rules.ok()) return fail_config(rules.error().message, rules.error().detail);
   std::cout << dir << ": " << rules->rules.size() << " rules in " << rules->files.size() << " files, all valid\n";
   return kExitOk;
 }

@@ -1,41 +1,25 @@
 #pragma once
-// The options of `infdoctor run`, and running them: shared with `infdoctor demo`.
+// The options of `infdoctor run`, and running them: shared with `infdoctor demo` and, for the
+// plan and the transport flags, `infdoctor compare`.
 #include <string>
-#include <vector>
 
-#include "cli/endpoint_flags.h"
-#include "run/runner.h"
+#include "api/endpoint_spec.h"
+#include "run/plan.h"
+#include "run/session.h"
 
 namespace infdoctor::cli {
 
 struct RunOptions {
-  EndpointFlags endpoint;
+  api::EndpointSpec endpoint;
   std::string model;
   std::string small_model;
   int max_requests = 500;
-  int max_concurrency = 0;  // 0: the concurrency check's own cap (64)
-  bool quick = false;
-  bool full = false;
-  std::string prompt_tokens, max_tokens, idle_gaps, concurrency;
-  double soak_minutes = 0;
-  std::string checks;
-  std::vector<std::string> resolvers;
-  bool no_system_resolvers = false;
-  std::vector<std::string> sets;
-  int max_hops = 0;
-  std::string json_out;
+  run::PlanOptions plan;
+  run::Outputs outputs;
   std::string rules_dir;
   std::string slo;
-  std::string prom_out;
-  std::string bundle;
-  std::string history;  // SQLite file of past runs (--history)
-  double check_timeout_s = 120;
   bool dry_run = false;
 };
-
-// The plan of checks and options the run options ask for, validated; every problem in the
-// error's detail.
-core::Result<run::RunPlan> make_plan(const RunOptions& o);
 
 // Runs the checklist as `infdoctor run` does and returns its exit code. `command_line` is what
 // the bundle records (already redacted).

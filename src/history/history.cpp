@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "checks/registry.h"
 #include "stats/fit.h"
 
 namespace infdoctor::history {
@@ -63,11 +64,12 @@ constexpr double kColdPenaltyMs = 200;
 }  // namespace
 
 const std::vector<std::string>& kept_metrics() {
-  static const std::vector<std::string> k = {
-      "baseline.ttft_p50_ms",       "baseline.tpot_p50_ms",    "baseline.total_p50_ms", "transport.ttfb_p50_ms",
-      "transport.connect_p50_ms",   "transport.tls_p50_ms",    "path.tcp_rtt_p50_ms",   "dns.p50_ms",
-      "coldstart.penalty_ms",       "sweep.prefill_ms_per_token", "sweep.decode_ms_per_token",
-      "concurrency.knee_level_count", "run.requests_count",    "run.failed_count"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> names;
+    for (const auto& m : checks::all_metrics())
+      if (m.tags.history) names.push_back(m.name);
+    return names;
+  }();
   return k;
 }
 

@@ -16,7 +16,7 @@ namespace infdoctor::history {
 
 constexpr int kSchemaVersion = 2;
 
-// The metrics a run keeps in history: the layers an on-call engineer trends.
+// The metrics a run keeps in history: the layers an on-call engineer trends (tags.history).
 const std::vector<std::string>& kept_metrics();
 
 struct RunRecord {

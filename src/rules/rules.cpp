@@ -151,11 +151,9 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     if (!cause.empty() && std::find(causes().begin(), causes().end(), cause) == causes().end())
       err("cause", "'" + cause + "' is not in the cause taxonomy");
     const std::string sev = str("severity", true);
-    Severity severity = Severity::Warning;
-    if (sev == "info") severity = Severity::Info;
-    else if (sev == "warning") severity = Severity::Warning;
-    else if (sev == "critical") severity = Severity::Critical;
-    else if (!sev.empty()) err("severity", "must be info, warning or critical");
+    const auto parsed_severity = core::value_of(kSeverityNames, sev);
+    const Severity severity = parsed_severity.value_or(Severity::Warning);
+    if (!parsed_severity && !sev.empty()) err("severity", "must be info, warning or critical");
     const std::string title = str("title", true);
     const std::string explain = str("explain", true);
     auto when = expr("when", str("when", true));
@@ -213,15 +211,6 @@ std::string cause_label(const Finding& f) {
   if (!f.cause.empty()) return f.cause;
   if (f.rule.rfind("slo.", 0) == 0) return "limit";
   return f.rule.substr(0, f.rule.find('.'));  // the family: errors, tls
-}
-
-std::string_view severity_name(Severity s) {
-  switch (s) {
-    case Severity::Info: return "info";
-    case Severity::Warning: return "warning";
-    case Severity::Critical: return "critical";
-  }
-  return "info";
 }
 
 RuleSet load_texts(const std::vector<RuleFile>& files, const std::vector<std::string>& known_metrics,
@@ -392,7 +381,7 @@ std::optional<Finding> finding_from_json(const nlohmann::json& j) {
     f.rule = j.at("rule").get<std::string>();
     f.cause = j.at("cause").is_string() ? j.at("cause").get<std::string>() : "";
     const std::string sev = j.at("severity").get<std::string>();
-    f.severity = sev == "critical" ? Severity::Critical : sev == "warning" ? Severity::Warning : Severity::Info;
+    f.severity = core::value_of(kSeverityNames, sev).value_or(Severity::Info);
     f.impact_ms = j.at("impact_ms").get<double>();
     f.share = j.at("share").get<double>();
     f.confidence = j.at("confidence").get<double>();

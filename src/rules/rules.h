@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/names.h"
 #include "core/result.h"
 #include "rules/expression.h"
 
@@ -19,7 +20,11 @@ namespace infdoctor::rules {
 const std::vector<std::string>& causes();
 
 enum class Severity { Info, Warning, Critical };
-std::string_view severity_name(Severity s);
+inline constexpr std::array kSeverityNames{core::NameRow<Severity>{Severity::Info, "info"},
+                                           core::NameRow<Severity>{Severity::Warning, "warning"},
+                                           core::NameRow<Severity>{Severity::Critical, "critical"}};
+static_assert(core::in_enum_order(kSeverityNames) && kSeverityNames.size() == 3);
+constexpr std::string_view severity_name(Severity s) { return core::name_of(kSeverityNames, s); }
 
 struct Rule {
   std::string id;

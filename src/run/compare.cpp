@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "checks/registry.h"
+
 namespace infdoctor::run {
 namespace {
 
@@ -21,27 +23,6 @@ std::string num(std::optional<double> v, const char* fmt = "%.1f") {
   return buf;
 }
 
-struct LayerDef {
-  const char* layer;
-  const char* metric;
-  const char* scope;
-  const char* ci;  // "<metric stem>" whose _ci_low_ms/_ci_high_ms exist, or nullptr
-};
-
-const LayerDef kLayers[] = {
-    {"DNS", "dns.p50_ms", "new connections", "dns.p50"},
-    {"network path (TCP round trip)", "path.tcp_rtt_p50_ms", "every request", "path.tcp_rtt_p50"},
-    {"TCP connect", "transport.connect_p50_ms", "new connections", "transport.connect_p50"},
-    {"TLS handshake", "transport.tls_p50_ms", "new connections", "transport.tls_p50"},
-    {"server wait (first byte)", "transport.server_wait_p50_ms", "every request", "transport.server_wait_p50"},
-    {"time to first token", "baseline.ttft_p50_ms", "every request", "baseline.ttft_p50"},
-    {"prefill per prompt token", "sweep.prefill_ms_per_token", "per prompt token", nullptr},
-    {"decode per output token", "baseline.tpot_p50_ms", "per output token", "baseline.tpot_p50"},
-    {"cold start after idle", "coldstart.penalty_ms", "requests after idle", nullptr},
-    {"concurrency knee (streams)", "concurrency.knee_level_count", "under load", nullptr},
-    {"serialization (per MB of request)", "serialization.upload_parse_ms_per_mb", "per MB sent", nullptr},
-};
-
 const LayerDiff& layer_named(const Comparison& c, const std::string& name) {
   return *std::find_if(c.layers.begin(), c.layers.end(), [&](const LayerDiff& l) { return l.layer == name; });
 }
@@ -56,32 +37,33 @@ Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::str
   c.total_a = get(ma, "baseline.total_p50_ms");
   c.total_b = get(mb, "baseline.total_p50_ms");
   const auto out_tokens = get(ma, "baseline.output_tokens_p50_count");
-  for (const auto& d : kLayers) {
+  // The layers are the metrics their checks tag with one, in run order.
+  for (const auto& m : checks::all_metrics()) {
+    if (!m.tags.layer) continue;
     LayerDiff l;
-    l.layer = d.layer;
-    l.metric = d.metric;
-    l.scope = d.scope;
-    l.a = get(ma, d.metric);
-    l.b = get(mb, d.metric);
+    l.layer = m.tags.layer;
+    l.metric = m.name;
+    l.scope = m.tags.per ? m.tags.per : "";
+    l.a = get(ma, m.name);
+    l.b = get(mb, m.name);
     if (l.a && l.b) {
       if (*l.a > 0) l.ratio = *l.b / *l.a;
-      if (d.ci) {
-        const std::string lo = std::string(d.ci) + "_ci_low_ms", hi = std::string(d.ci) + "_ci_high_ms";
-        const auto alo = get(ma, lo), ahi = get(ma, hi), blo = get(mb, lo), bhi = get(mb, hi);
-        if (alo && ahi && blo && bhi) l.significant = (*bhi < *alo || *blo > *ahi) ? "yes" : "no";
-      }
+      // A median with a bootstrap interval (`<stem>_ci_low_<unit>`, `<stem>_ci_high_<unit>`) is
+      // told different by it.
+      const std::string stem = m.name.substr(0, m.name.size() - m.unit.size() - 1);
+      const std::string lo = stem + "_ci_low_" + m.unit, hi = stem + "_ci_high_" + m.unit;
+      const auto alo = get(ma, lo), ahi = get(ma, hi), blo = get(mb, lo), bhi = get(mb, hi);
+      if (alo && ahi && blo && bhi) l.significant = (*bhi < *alo || *blo > *ahi) ? "yes" : "no";
       if (l.significant.empty()) {
         const double diff = std::fabs(*l.b - *l.a);
         const double r = l.ratio ? std::max(*l.ratio, 1.0 / std::max(*l.ratio, 1e-9)) : 0;
-        const bool ms = std::string(d.metric).find("_ms") != std::string::npos;
-        l.significant = r >= 1.5 && (!ms || diff >= 5) ? "likely" : "unclear";
+        l.significant = r >= 1.5 && (m.unit != "ms" || diff >= 5) ? "likely" : "unclear";
       }
       // What the layer adds to a typical request (the baseline's): time to first token as a
       // whole, of which the path's round trip; decode per token times the tokens after the first.
       const double diff = *l.b - *l.a;
-      if (std::string(d.metric) == "baseline.ttft_p50_ms") l.explains_ms = diff;
-      if (std::string(d.metric) == "path.tcp_rtt_p50_ms") l.explains_ms = diff;
-      if (std::string(d.metric) == "baseline.tpot_p50_ms" && out_tokens && *out_tokens > 1)
+      if (m.tags.explains == checks::Explains::Whole) l.explains_ms = diff;
+      if (m.tags.explains == checks::Explains::PerOutputToken && out_tokens && *out_tokens > 1)
         l.explains_ms = diff * (*out_tokens - 1);
     }
     c.layers.push_back(std::move(l));

@@ -4,54 +4,14 @@
 #include <sstream>
 
 #include "checks/registry.h"
+#include "core/exit_code.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "core/strings.h"
 #include "history/history.h"
 #include "rules/embedded.h"
 
 namespace infdoctor::run {
-namespace {
-
-std::vector<const checks::CheckEntry*> selected(const RunPlan& plan) {
-  std::vector<const checks::CheckEntry*> out;
-  for (const auto& e : checks::registry()) {
-    if (plan.check_ids.empty() ||
-        std::find(plan.check_ids.begin(), plan.check_ids.end(), e.id) != plan.check_ids.end())
-      out.push_back(&e);
-  }
-  return out;
-}
-
-}  // namespace
-
-core::Status validate(const RunPlan& plan) {
-  std::vector<std::string> problems;
-  for (const auto& id : plan.check_ids) {
-    const auto& reg = checks::registry();
-    if (std::none_of(reg.begin(), reg.end(), [&](const checks::CheckEntry& e) { return e.id == id; })) {
-      std::string known;
-      for (const auto& e : reg) known += (known.empty() ? "" : ", ") + e.id;
-      problems.push_back("unknown check '" + id + "' (known: " + known + ")");
-    }
-  }
-  // Options of unknown checks are typos, not silently ignored settings.
-  for (const auto& key : plan.options.keys()) {
-    const std::string check = key.substr(0, key.find('.'));
-    const auto& reg = checks::registry();
-    if (key.find('.') == std::string::npos ||
-        std::none_of(reg.begin(), reg.end(), [&](const checks::CheckEntry& e) { return e.id == check; }))
-      problems.push_back("option '" + key + "' names no check (write CHECK.NAME=VALUE)");
-  }
-  // Every check's constructor reads and checks its options, selected or not: a bad value is a
-  // mistake either way.
-  for (const auto& e : checks::registry()) (void)e.make(plan.options);
-  for (const auto& err : plan.options.errors()) problems.push_back(err);
-  if (problems.empty()) return {};
-  std::string detail;
-  for (const auto& p : problems) detail += (detail.empty() ? "" : "\n") + p;
-  return core::make_error(core::ErrorCode::ConfigError, "invalid configuration", detail);
-}
-
 namespace {
 
 RunResult begin_run(checks::CheckContext& ctx) {
@@ -201,9 +161,7 @@ std::map<std::string, double> flatten_metrics(const RunResult& r) {
 }
 
 std::vector<std::string> known_metrics() {
-  std::vector<std::string> out = {"run.requests_count",     "run.rate_limited_count", "run.retry_wait_ms",
-                                  "run.tls_verify_off",     "run.failed_count",       "run.timeout_count",
-                                  "run.broken_stream_count", "run.server_error_count", "run.tls_failed_count"};
+  std::vector<std::string> out;
   for (const auto& m : checks::all_metrics()) out.push_back(m.name);
   for (const auto& m : history::history_metric_names()) out.push_back(m);
   return out;
@@ -215,35 +173,20 @@ core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std:
                                    : rules::load_dir(dir, known_metrics(), report);
   warnings = report.warnings;
   if (report.errors.empty()) return set;
-  std::string detail;
-  for (const auto& e : report.errors) detail += (detail.empty() ? "" : "\n") + e;
   return core::make_error(core::ErrorCode::ConfigError,
-                          std::to_string(report.errors.size()) + " error(s) in the rules", detail);
+                          std::to_string(report.errors.size()) + " error(s) in the rules", core::join(report.errors, "\n"));
 }
-
-namespace {
-const std::map<std::string, std::string>& slo_aliases() {
-  static const std::map<std::string, std::string> k = {
-      {"ttft_p50_ms", "baseline.ttft_p50_ms"}, {"ttft_p90_ms", "baseline.ttft_p90_ms"},
-      {"tpot_p50_ms", "baseline.tpot_p50_ms"}, {"itl_p50_ms", "baseline.itl_p50_ms"},
-      {"itl_p99_ms", "baseline.itl_p99_ms"},   {"total_p50_ms", "baseline.total_p50_ms"},
-      {"dns_p50_ms", "dns.p50_ms"},            {"rtt_p50_ms", "path.tcp_rtt_p50_ms"},
-      {"tls_p50_ms", "transport.tls_p50_ms"},  {"cold_start_penalty_ms", "coldstart.penalty_ms"}};
-  return k;
-}
-}  // namespace
 
 core::Result<std::vector<Slo>> parse_slos(const std::string& text) {
   std::vector<Slo> out;
   const auto known = known_metrics();
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (item.empty()) continue;
+  for (const auto& item : core::split(text)) {
     const auto eq = item.find('=');
     if (eq == std::string::npos)
       return core::make_error(core::ErrorCode::ConfigError, "--slo wants NAME=LIMIT, got '" + item + "'");
     std::string name = item.substr(0, eq);
-    if (auto a = slo_aliases().find(name); a != slo_aliases().end()) name = a->second;
+    for (const auto& m : checks::all_metrics())
+      if (m.tags.slo && name == m.tags.slo) name = m.name;
     if (std::find(known.begin(), known.end(), name) == known.end())
       return core::make_error(core::ErrorCode::ConfigError, "--slo: unknown metric '" + item.substr(0, eq) + "'");
     char* end = nullptr;
@@ -288,11 +231,11 @@ int exit_code(const RunResult& r) {
                                   [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Ok; });
   const bool any_error = std::any_of(r.checks.begin(), r.checks.end(),
                                      [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
-  if (!r.interrupted_by.empty() || (!any_ok && any_error)) return 3;
-  int code = 0;
+  if (!r.interrupted_by.empty() || (!any_ok && any_error)) return core::kExitCouldNotRun;
+  int code = core::kExitOk;
   for (const auto& f : r.diagnosis) {
-    if (f.severity == rules::Severity::Critical) code = 2;
-    else if (f.severity == rules::Severity::Warning) code = std::max(code, 1);
+    if (f.severity == rules::Severity::Critical) code = core::kExitCritical;
+    else if (f.severity == rules::Severity::Warning) code = std::max(code, core::kExitDegraded);
   }
   return code;
 }
@@ -322,14 +265,15 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
       checks::CheckResult cr;
       cr.id = id;
       const std::string st = c.at("status").get<std::string>();
-      cr.status = st == "ok" ? checks::CheckStatus::Ok
-                             : st == "skipped" ? checks::CheckStatus::Skipped : checks::CheckStatus::Error;
+      cr.status = core::value_of(checks::kCheckStatusNames, st).value_or(checks::CheckStatus::Error);
       if (c.at("reason").is_string()) cr.reason = c.at("reason").get<std::string>();
       if (c.at("error").is_string()) cr.error = c.at("error").get<std::string>();
       for (const auto& [k, v] : c.at("metrics").items())
         if (v.is_number()) cr.metrics[k] = v.get<double>();
       cr.samples = c.value("samples", nlohmann::json::array());
       cr.details = c.value("details", nlohmann::json::object());
+      if (auto t = c.find("tables"); t != c.end() && t->is_array())
+        for (const auto& table : *t) cr.tables.push_back(checks::table_from_json(table));
       cr.duration_ms = c.value("duration_ms", 0.0);
       r.checks.push_back(std::move(cr));
     }

@@ -7,6 +7,7 @@
 #include "checks/check.h"
 #include "core/result.h"
 #include "rules/rules.h"
+#include "run/plan.h"
 
 namespace infdoctor::run {
 
@@ -46,21 +47,12 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
                                        std::vector<std::string>& unmeasured);
 void rank(std::vector<rules::Finding>& findings);
 
-// 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing measured, or interrupted).
+// core/exit_code.h: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing
+// measured, or interrupted).
 int exit_code(const RunResult& r);
 
 // Reads a results.json (as `run --json` or a bundle writes it) back into a RunResult.
 core::Result<RunResult> from_json(const nlohmann::json& j);
-
-struct RunPlan {
-  std::vector<std::string> check_ids;  // empty: every registered check
-  checks::Options options;
-  std::chrono::seconds check_timeout{120};
-};
-
-// Validates the plan (unknown check ids, bad options) before anything is sent; every problem is
-// in the error's detail, one per line.
-core::Status validate(const RunPlan& plan);
 
 RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx);
 // The same plan against several targets, one check at a time against each before the next check,

@@ -31,11 +31,11 @@ TEST_CASE("each preset builds the right request, checked against the fake provid
     CAPTURE(preset.name);
     const std::string env = preset.key_env.empty() ? "INFDOCTOR_TEST_KEY" : preset.key_env;
     ::setenv(env.c_str(), "sk-preset-test", 1);
-    cli::EndpointFlags flags;
+    api::EndpointSpec flags;
     flags.preset = preset.name;
     flags.base_url = server->base_url();  // the fake stands in for the provider's own host
     if (preset.key_env.empty()) flags.api_key_env = env;  // a keyless server: the key is still sent when given
-    auto ep = cli::make_endpoint(flags);
+    auto ep = api::make_endpoint(flags);
     REQUIRE_MESSAGE(ep.ok(), ep.error().message);
     api::ChatRequest chat;
     chat.model = "m";
@@ -73,10 +73,10 @@ TEST_CASE("each preset builds the right request, checked against the fake provid
 TEST_CASE("the Anthropic flavour: non-streamed messages, errors in its own shape, a refused key") {
   auto server = test::start_fake(kScenario);
   ::setenv("ANTHROPIC_API_KEY", "sk-preset-test", 1);
-  cli::EndpointFlags flags;
+  api::EndpointSpec flags;
   flags.preset = "anthropic";
   flags.base_url = server->base_url();
-  auto ep = cli::make_endpoint(flags);
+  auto ep = api::make_endpoint(flags);
   REQUIRE(ep.ok());
   http::Client client;
   api::ChatRequest chat;
@@ -97,7 +97,7 @@ TEST_CASE("the Anthropic flavour: non-streamed messages, errors in its own shape
   CHECK(missing.error_message.find("does not exist") != std::string::npos);
 
   ::setenv("ANTHROPIC_API_KEY", "sk-wrong", 1);
-  auto wrong = cli::make_endpoint(flags);
+  auto wrong = api::make_endpoint(flags);
   REQUIRE(wrong.ok());
   chat.model = "m";
   const auto refused = api::run_chat(client, wrong.value(), chat);
@@ -106,26 +106,26 @@ TEST_CASE("the Anthropic flavour: non-streamed messages, errors in its own shape
 }
 
 TEST_CASE("preset errors name what is missing") {
-  cli::EndpointFlags flags;
+  api::EndpointSpec flags;
   flags.preset = "no-such";
-  auto bad = cli::make_endpoint(flags);
+  auto bad = api::make_endpoint(flags);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("unknown --preset 'no-such'") != std::string::npos);
   CHECK(bad.error().message.find("azure-openai") != std::string::npos);
   flags.preset = "azure-openai";
-  auto azure = cli::make_endpoint(flags);
+  auto azure = api::make_endpoint(flags);
   REQUIRE_FALSE(azure.ok());
   CHECK(azure.error().message.find("has no default base URL: give --base-url https://RESOURCE.openai.azure.com") !=
         std::string::npos);
   // A hosted preset brings its own base URL, ahead of $OPENAI_BASE_URL.
   ::setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1", 1);
   flags.preset = "groq";
-  auto groq = cli::make_endpoint(flags);
+  auto groq = api::make_endpoint(flags);
   REQUIRE(groq.ok());
   CHECK(groq->base_url == "https://api.groq.com/openai/v1");
   CHECK(groq->key_env == "GROQ_API_KEY");
   flags.preset.clear();
-  auto plain = cli::make_endpoint(flags);
+  auto plain = api::make_endpoint(flags);
   REQUIRE(plain.ok());
   CHECK(plain->base_url == "http://127.0.0.1:9/v1");
   ::unsetenv("OPENAI_BASE_URL");

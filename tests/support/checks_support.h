@@ -1,5 +1,6 @@
 #pragma once
 // Runs one check in-process against a target, as `infdoctor run` would.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,7 +40,16 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
     if (e.id != id) continue;
     auto check = e.make(o);
     REQUIRE_MESSAGE(o.errors().empty(), (o.errors().empty() ? std::string() : o.errors().front()));
-    return check->run(*ctx);
+    checks::CheckResult r = check->run(*ctx);
+    // A check emits only what it declares: rules, compare, history and the reports read the
+    // declaration, so an undeclared metric is one nobody can name.
+    const auto& declared = check->info().metrics;
+    for (const auto& [name, _] : r.metrics) {
+      const std::string full = id + "." + name;
+      CHECK_MESSAGE(std::any_of(declared.begin(), declared.end(), [&](const checks::MetricInfo& m) { return m.name == full; }),
+                    "check " << id << " emits " << full << " but does not declare it");
+    }
+    return r;
   }
   FAIL("no check " << id);
   return {};

@@ -7,7 +7,7 @@
 
 namespace infdoctor::report {
 
-TEST_CASE("report: unreadable check details are named, the rest of the report stands") {
+TEST_CASE("report: unreadable check details and tables are named, the rest of the report stands") {
   run::RunResult r;
   r.target.base_url = "https://api.example.com/v1";
   checks::CheckResult conc = checks::CheckResult::start("concurrency");
@@ -19,13 +19,16 @@ TEST_CASE("report: unreadable check details are named, the rest of the report st
   cold.details = {{"gaps", {{{"gap_s", 1.0}}}}};  // a gap without its keys
   checks::CheckResult base = checks::CheckResult::start("baseline");
   base.samples = {{{"request_id", 7}, {"ttft_ms", "slow"}, {"ok", "yes"}}};  // every field the wrong type
+  // A table as results.json holds it, and one of the wrong shape (rows that are not lists of text).
+  conc.tables.push_back(checks::table_from_json(
+      {{"title", "concurrency: per level"}, {"columns", {"streams", "TTFT p50"}}, {"rows", nlohmann::json::array({nlohmann::json::array({"1", "40.0 ms"})})}}));
+  path.tables.push_back(checks::table_from_json({{"title", "path: round trips"}, {"rows", {{1, 2}}}}));
   r.checks = {path, cold, base, conc};
 
   std::string text;
   CHECK_NOTHROW(text = render_text(r));
-  CHECK(text.find("concurrency: the details of this check are unreadable") != std::string::npos);
-  CHECK(text.find("path: the details of this check are unreadable") != std::string::npos);
-  CHECK(text.find("coldstart: the details of this check are unreadable") != std::string::npos);
+  CHECK(text.find("concurrency: per level\n  streams  TTFT p50\n        1   40.0 ms\n") != std::string::npos);
+  CHECK(text.find("a table of this check is unreadable") != std::string::npos);
   CHECK(text.find("  concurrency    ok") != std::string::npos);  // its row is still there
 
   std::string html;

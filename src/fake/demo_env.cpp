@@ -1,0 +1,128 @@
+#include "fake/demo_env.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fake/certs.h"
+#include "fake/dns_server.h"
+#include "fake/lab.h"
+#include "fake/server.h"
+#include "net/subprocess.h"
+
+namespace infdoctor::fake {
+namespace {
+
+core::Error failed(const std::string& what) { return core::make_error(core::ErrorCode::Internal, what); }
+
+// The fake provider as its own process on loopback; scenario, certificate and key in a private
+// temporary directory, removed at the end.
+class LoopbackDemo final : public DemoEnvironment {
+ public:
+  ~LoopbackDemo() override {
+    if (process_) process_->stop();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  int run_client(const std::function<int()>& client) override { return client(); }
+
+  core::Status start(const DemoFault& fault, const std::string& program) {
+    char tmpl[] = "/tmp/infdoctor-demo-XXXXXX";
+    if (!::mkdtemp(tmpl)) return failed("cannot create a temporary directory");
+    dir_ = tmpl;
+    const std::string scenario = dir_ + "/scenario.json";
+    std::ofstream(scenario) << fault.scenario;
+    std::vector<std::string> argv = {program, "--listen", "127.0.0.1:0", "--scenario", scenario};
+    if (fault.tls) {
+      auto certs = write_self_signed(dir_, {"localhost", "api.demo.test"}, {"127.0.0.1"});
+      if (!certs.ok()) return certs.error();
+      argv.insert(argv.end(), {"--tls-cert", certs->cert, "--tls-key", certs->key});
+      cacert_ = certs->cert;
+    }
+    auto proc = net::Process::start(argv);
+    if (!proc.ok()) return failed("cannot start infdoctor-fake next to infdoctor: " + proc.error().message);
+    process_ = std::move(proc.value());
+    auto line = process_->read_line(std::chrono::seconds(10));
+    if (!line.ok() || line->rfind("listening on ", 0) != 0) return failed("the fake provider did not start");
+    const std::string port = line->substr(line->rfind(':') + 1);
+    // With a DNS fault the API host is a name that only the demo's own resolver knows.
+    std::string host = "127.0.0.1";
+    if (fault.dns_delay_ms >= 0) {
+      try {
+        dns_ = std::make_unique<DnsResponder>(
+            "127.0.0.1", 0,
+            std::map<std::string, DnsName>{{"api.demo.test", DnsName{DnsMode::Answer, {"127.0.0.1"}, {}, 60}}},
+            fault.dns_delay_ms);
+      } catch (const std::exception& e) {
+        return failed(e.what());
+      }
+      host = "api.demo.test";
+      resolver_ = dns_->address();
+    }
+    base_url_ = std::string(fault.tls ? "https://" : "http://") + host + ":" + port + "/v1";
+    return {};
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<net::Process> process_;
+  std::unique_ptr<DnsResponder> dns_;
+};
+
+// A real round trip needs a real path: the fake provider behind the lab's delaying wire, the
+// client in the lab's client namespace.
+class LabDemo final : public DemoEnvironment {
+ public:
+  explicit LabDemo(const DemoFault& fault) : lab_({fault.lab_delay_ms, 0.0}) {}
+  ~LabDemo() override {
+    if (server_) server_->stop();
+  }
+  int run_client(const std::function<int()>& client) override {
+    int code = 3;
+    in_netns(lab_.client_ns(), [&] { code = client(); });
+    return code;
+  }
+
+  core::Status start(const DemoFault& fault) {
+    if (!lab_.ok()) return failed("cannot build the lab: " + lab_.error());
+    auto scenario = parse_scenario(fault.scenario, "demo scenario " + fault.name);
+    if (!scenario.ok()) return scenario.error();
+    try {
+      in_netns(lab_.server_ns(), [&] {
+        ServerOptions so;
+        so.host = Lab::kServerIp;
+        so.port = 8080;
+        auto s = Server::start(std::move(scenario.value()), so);
+        if (s.ok()) server_ = std::move(s.value());
+      });
+    } catch (const std::exception& e) {
+      return failed(e.what());
+    }
+    if (!server_) return failed("the fake provider did not start in the lab");
+    base_url_ = "http://" + std::string(Lab::kServerIp) + ":8080/v1";
+    return {};
+  }
+
+ private:
+  Lab lab_;
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace
+
+core::Result<std::unique_ptr<DemoEnvironment>> DemoEnvironment::start(const DemoFault& fault,
+                                                                       const std::string& fake_program) {
+  if (fault.lab_delay_ms >= 0) {
+    if (auto why = Lab::unavailable_reason())
+      return failed("the demo plants " + fault.name + " on a lab of network namespaces: " + *why);
+    auto lab = std::make_unique<LabDemo>(fault);
+    if (auto st = lab->start(fault); !st.ok()) return st.error();
+    return std::unique_ptr<DemoEnvironment>(std::move(lab));
+  }
+  auto local = std::make_unique<LoopbackDemo>();
+  if (auto st = local->start(fault, fake_program); !st.ok()) return st.error();
+  return std::unique_ptr<DemoEnvironment>(std::move(local));
+}
+
+}  // namespace infdoctor::fake

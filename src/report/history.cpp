@@ -1,0 +1,78 @@
+#include "report/history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/strings.h"
+
+namespace infdoctor::report {
+namespace {
+
+std::string cell(const std::map<std::string, double>& m, const char* name, const char* fmt) {
+  auto it = m.find(name);
+  if (it == m.end()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, it->second);
+  return buf;
+}
+
+// Eight levels of a bar, lowest to highest: the shape of a series at a glance. A series that
+// moves by less than 5 % of its size is drawn flat, so noise does not look like a trend.
+std::string sparkline(const std::vector<double>& v) {
+  static const char* kBars[] = {"\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587", "\u2588"};
+  if (v.empty()) return "";
+  double lo = v[0], hi = v[0];
+  for (double x : v) lo = std::min(lo, x), hi = std::max(hi, x);
+  const bool flat = hi - lo <= 0.05 * std::max(std::fabs(hi), std::fabs(lo));
+  std::string out;
+  for (double x : v) out += kBars[flat ? 3 : static_cast<int>(std::lround((x - lo) / (hi - lo) * 7))];
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json history_json(const std::vector<history::RunRecord>& runs) {
+  nlohmann::json out = {{"schema", "infdoctor.history/1"}, {"runs", nlohmann::json::array()}};
+  for (const auto& r : runs)
+    out["runs"].push_back({{"id", r.id},
+                           {"started_at", r.started_at},
+                           {"target", r.target},
+                           {"model", r.model},
+                           {"exit_code", r.exit_code},
+                           {"top_finding", r.top_finding},
+                           {"partial", r.partial},
+                           {"metrics", r.metrics}});
+  return out;
+}
+
+std::string render_history(const std::string& file, int schema, const std::vector<history::RunRecord>& runs) {
+  std::string out;
+  core::appendf(out, "%s: %zu run(s), schema %d\n\n", file.c_str(), runs.size(), schema);
+  core::appendf(out, "%-20s %-5s %9s %9s %9s %9s  %-28s %s\n", "started (UTC)", "exit", "TTFT p50", "TPOT p50", "TTFB p50",
+              "cold ms", "top finding", "endpoint");
+  for (const auto& r : runs) {
+    core::appendf(out, "%-20.19s %-5s %9s %9s %9s %9s  %-28s %s %s\n", r.started_at.c_str(),
+                (std::to_string(r.exit_code) + (r.partial ? "*" : "")).c_str(),
+                cell(r.metrics, "baseline.ttft_p50_ms", "%.0f").c_str(),
+                cell(r.metrics, "baseline.tpot_p50_ms", "%.1f").c_str(),
+                cell(r.metrics, "transport.ttfb_p50_ms", "%.0f").c_str(),
+                cell(r.metrics, "coldstart.penalty_ms", "%.0f").c_str(),
+                r.top_finding.empty() ? "(healthy)" : r.top_finding.c_str(), r.target.c_str(), r.model.c_str());
+  }
+  core::appendf(out, "\ntrends, oldest to newest (first, last, median):\n");
+  for (const auto& name : history::kept_metrics()) {
+    std::vector<double> v;
+    for (const auto& r : runs)
+      if (auto it = r.metrics.find(name); it != r.metrics.end()) v.push_back(it->second);
+    if (v.size() < 2) continue;
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    core::appendf(out, "  %-30s %s  %g, %g, %g\n", name.c_str(), sparkline(v).c_str(), v.front(), v.back(),
+                sorted[sorted.size() / 2]);
+  }
+  core::appendf(out, "(exit 1 degraded, 2 critical, 3 could not run; * interrupted)\n");
+  return out;
+}
+
+}  // namespace infdoctor::report

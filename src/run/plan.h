@@ -1,0 +1,65 @@
+#pragma once
+// What a run will do, computed once from its options and models: which checks, with which
+// settings (a profile first, then the sweep flags, then --set), and every step each check will
+// take. The plan line printed before a run and `--dry-run` are both read from planned_steps().
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "api/chat.h"
+#include "checks/registry.h"
+#include "core/result.h"
+
+namespace infdoctor::run {
+
+// The options of a run that shape its plan (flags of `run`, `compare`, `demo`).
+struct PlanOptions {
+  bool quick = false;
+  bool full = false;
+  std::string checks;  // comma-separated ids; empty: every check (soak only with soak_minutes)
+  std::string prompt_tokens, max_tokens, idle_gaps, concurrency;  // comma lists of the sweeps
+  double soak_minutes = 0;
+  int max_concurrency = 0;  // 0: the concurrency check's own cap
+  std::vector<std::string> resolvers;
+  bool no_system_resolvers = false;
+  int max_hops = 0;
+  std::vector<std::string> sets;  // CHECK.NAME=VALUE
+  double check_timeout_s = 120;
+};
+
+struct RunPlan {
+  std::vector<std::string> check_ids;  // empty: every registered check
+  checks::Options options;
+  std::chrono::seconds check_timeout{120};
+};
+
+// The plan the options ask for, validated; every problem in the error's detail, one a line.
+core::Result<RunPlan> make_plan(const PlanOptions& o);
+
+// Validates the plan (unknown check ids, bad options) before anything is sent; every problem is
+// in the error's detail, one per line.
+core::Status validate(const RunPlan& plan);
+
+// The registry's entries the plan runs, in run order.
+std::vector<const checks::CheckEntry*> selected(const RunPlan& plan);
+
+// One step as this run will take it: a network step, a model request step with the model's
+// name, or a check that will be skipped and why.
+struct PlannedStep {
+  std::string check;
+  checks::Step step;
+  std::string model;    // the model asked; empty for a network step
+  std::string skipped;  // why the check's model steps will not run ("no --model"); else empty
+};
+// Small-model steps without a small model (or with the target as the small one) are left out:
+// the check sends them to nobody.
+std::vector<PlannedStep> planned_steps(const RunPlan& plan, const checks::Models& models);
+checks::Cost planned_cost(const std::vector<PlannedStep>& steps);
+
+// "plan: at most N model requests (coldstart 5, ...), about P prompt and O output tokens; budget B";
+// empty when the run sends no model request.
+std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests);
+// Every step with its model, prompt and output tokens, and the total: `--dry-run`'s report.
+std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpoint& ep, int max_requests);
+
+}  // namespace infdoctor::run

@@ -1,0 +1,180 @@
+#include "run/session.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "core/exit_code.h"
+#include "core/interrupt.h"
+#include "core/redact.h"
+#include "report/text.h"
+
+namespace infdoctor::run {
+namespace {
+
+// An output file can be made next to where it goes: its directory exists and takes a new file.
+core::Status try_output(const std::string& flag, const std::string& path) {
+  if (path.empty() || path == "-") return {};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return core::make_error(core::ErrorCode::Io, flag + " " + path + " is a directory; give a file name");
+  const std::string probe = path + ".infdoctor-" + std::to_string(::getpid()) + ".tmp";
+  if (auto st = bundle::write_private_file(probe, ""); !st.ok())
+    return core::make_error(core::ErrorCode::Io, "cannot write " + flag + " " + path, st.error().detail);
+  std::filesystem::remove(probe, ec);
+  return {};
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Subject subject) {
+  auto target = checks::parse_target(subject.endpoint.base_url);
+  if (!target.ok()) return target.error();
+  std::unique_ptr<Session> s(new Session(std::move(options), std::move(subject)));
+  const SessionOptions& o = s->options_;
+  std::vector<std::string> warnings;
+  auto rule_set = load_rules(o.rules_dir, warnings);
+  for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
+  if (!rule_set.ok()) return rule_set.error();
+  s->rules_ = std::move(rule_set.value());
+  auto slos = parse_slos(o.slo);
+  if (!slos.ok()) return slos.error();
+  s->slos_ = std::move(slos.value());
+  for (const auto& [flag, path] : {std::pair{"--json", o.outputs.json}, {"--prom", o.outputs.prom}})
+    if (auto st = try_output(flag, path); !st.ok()) return st.error();
+  if (!o.outputs.history.empty()) {
+    auto h = history::History::open(o.outputs.history);
+    if (!h.ok()) return h.error();
+    s->history_ = std::move(h.value());
+  }
+  if (!o.outputs.bundle.empty()) {
+    auto w = bundle::Writer::start(o.outputs.bundle);
+    if (!w.ok()) return w.error();
+    s->bundle_ = std::move(w.value());
+    auto log = bundle::SampleLog::open(s->bundle_->samples_path());
+    if (!log.ok()) return log.error();
+    s->samples_ = std::move(log.value());
+  }
+  s->ctx_ = std::make_unique<checks::CheckContext>(target.value(), s->subject_.endpoint);
+  s->ctx_->set_models(s->subject_.models);
+  s->ctx_->set_max_requests(s->subject_.max_requests);
+  if (s->samples_) {
+    bundle::SampleLog* log = s->samples_.get();
+    s->ctx_->set_sample_sink([log](const nlohmann::json& line) { log->append(line); });
+  }
+  return s;
+}
+
+Session::~Session() = default;
+
+void Session::announce() const {
+  const auto planned = steps();
+  const std::string line = plan_line(planned, subject_.max_requests);
+  if (line.empty()) return;
+  std::cerr << "infdoctor: " << line << '\n';
+  if (planned_cost(planned).requests > subject_.max_requests)
+    std::cerr << "infdoctor: warning: the plan needs more requests than the budget; checks stop when it is spent\n";
+}
+
+RunResult Session::measure() { return std::move(measure_together({this}).front()); }
+
+std::vector<RunResult> Session::measure_together(const std::vector<Session*>& sessions) {
+  std::vector<checks::CheckContext*> ctxs;
+  for (auto* s : sessions) {
+    if (sessions.size() == 1) s->announce();
+    ctxs.push_back(s->ctx_.get());
+  }
+  core::install_interrupt_handlers();
+  std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, ctxs);
+  for (std::size_t i = 0; i < sessions.size(); ++i)
+    if (const api::Preset* p = api::find_preset(sessions[i]->subject_.preset))
+      results[i].preset = preset_signals(*p, results[i]);
+  return results;
+}
+
+void Session::diagnose(RunResult& r) {
+  metrics_ = flatten_metrics(r);
+  if (history_) {
+    auto past = history_->compare(metrics_, r.target.base_url, subject_.models.target, r.started_at);
+    if (past.ok()) {
+      r.history_metrics = std::move(past.value());
+      metrics_.insert(r.history_metrics.begin(), r.history_metrics.end());
+    } else {
+      std::cerr << "infdoctor: warning: " << past.error().message << '\n';
+    }
+  }
+  r.diagnosis = rules::diagnose(rules_, metrics_);
+  std::vector<std::string> unmeasured;
+  for (auto& f : check_slos(slos_, metrics_, unmeasured)) r.diagnosis.push_back(std::move(f));
+  rank(r.diagnosis);
+  for (const auto& m : unmeasured) std::cerr << "infdoctor: warning: --slo names " << m << ", which was not measured\n";
+}
+
+int Session::finish(RunResult& r) {
+  const Outputs& out = options_.outputs;
+  int code = exit_code(r);
+  bool failed = false;
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (auto st = bundle::write_replacing(path, core::scrub(text)); !st.ok()) {
+      std::cerr << "infdoctor: error: " << st.error().message << '\n';
+      failed = true;
+    }
+  };
+  // What the provider said (error messages, headers) may echo the key: scrubbed on the way out.
+  if (out.json == "-") {
+    std::cout << core::scrub(to_json(r).dump(2)) << '\n';
+  } else {
+    if (out.report) std::cout << core::scrub(report::render_text(r));
+    if (!out.json.empty()) write(out.json, to_json(r).dump(2) + "\n");
+  }
+  if (history_) {
+    history::RunRecord rec;
+    rec.started_at = r.started_at;
+    rec.target = r.target.base_url;
+    rec.model = subject_.models.target;
+    rec.exit_code = code;
+    rec.top_finding = r.diagnosis.empty() ? "" : r.diagnosis.front().rule;
+    rec.partial = !r.interrupted_by.empty();
+    rec.metrics = metrics_;
+    if (auto id = history_->record(rec); !id.ok()) {
+      std::cerr << "infdoctor: error: " << id.error().message << '\n';
+      failed = true;
+    }
+  }
+  if (bundle_) {
+    bundle::Context bc;
+    bc.command_line = options_.command_line;
+    bundle::describe_endpoint(bc, subject_.endpoint);
+    for (const auto& m : {subject_.models.target, subject_.models.small})
+      if (!m.empty()) bc.models.push_back(m);
+    bc.rules = rules_.files;
+    bc.partial = !r.interrupted_by.empty();
+    ctx_->set_sample_sink({});
+    samples_.reset();
+    if (auto st = bundle_->finish(r, bc); !st.ok()) {
+      std::cerr << "infdoctor: error: " << st.error().message << '\n';
+      failed = true;
+    } else {
+      std::cerr << "infdoctor: evidence bundle written to " << out.bundle << '\n';
+    }
+  }
+  if (!out.prom.empty()) write(out.prom, report::render_prometheus(r, code));
+  if (!r.interrupted_by.empty())
+    std::cerr << "infdoctor: error: interrupted (" << r.interrupted_by << "): the report and bundle are partial\n";
+  else if (code == core::kExitCouldNotRun)
+    std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";
+  return failed ? core::kExitCouldNotRun : code;
+}
+
+void rediagnose(RunResult& r, const rules::RuleSet& rules) {
+  // Limits (--slo) were the run's own: they are kept as they were; the rules are applied afresh.
+  std::vector<rules::Finding> kept;
+  for (const auto& f : r.diagnosis)
+    if (f.rule.rfind("slo.", 0) == 0) kept.push_back(f);
+  r.diagnosis = rules::diagnose(rules, flatten_metrics(r));
+  r.diagnosis.insert(r.diagnosis.end(), kept.begin(), kept.end());
+  rank(r.diagnosis);
+}
+
+}  // namespace infdoctor::run

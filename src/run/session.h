@@ -1,0 +1,87 @@
+#pragma once
+// One run from plan to outputs: the one path `run`, `compare` and `demo` take (and `explain`,
+// for the diagnosis alone).
+//   open()      the target parsed, the rules loaded, the limits (--slo) parsed, the history
+//               opened, the bundle started and every other output path tried: whatever can fail
+//               fails before the first request;
+//   measure()   the plan's checks against the subject (measure_together: several subjects, one
+//               check at a time against each);
+//   diagnose()  the metrics flattened once, compared with the endpoint's own past, the rules and
+//               the limits applied, the findings ranked;
+//   finish()    results.json, the report, the bundle, Prometheus text and the history row, each
+//               file written whole under a temporary name and renamed; the exit code.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bundle/bundle.h"
+#include "history/history.h"
+#include "run/plan.h"
+#include "run/runner.h"
+
+namespace infdoctor::run {
+
+// Who is measured: the endpoint, the models asked and the request budget.
+struct Subject {
+  api::Endpoint endpoint;
+  std::string preset;  // its name, when the endpoint came from one: the run counts its signals
+  checks::Models models;
+  int max_requests = 500;
+};
+
+struct Outputs {
+  bool report = true;   // the terminal report on stdout (never with json "-")
+  std::string json;     // results.json: a file, or "-" for stdout
+  std::string prom;     // Prometheus text format
+  std::string bundle;   // the evidence bundle: a directory, or a .tar.gz
+  std::string history;  // SQLite file of past runs
+};
+
+struct SessionOptions {
+  RunPlan plan;
+  std::string rules_dir;  // empty: the built-in rules
+  std::string slo;        // --slo NAME=LIMIT,...
+  Outputs outputs;
+  std::string command_line;  // redacted; the bundle records it
+};
+
+class Session {
+ public:
+  static core::Result<std::unique_ptr<Session>> open(SessionOptions options, Subject subject);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Subject& subject() const { return subject_; }
+  const rules::RuleSet& rules() const { return rules_; }
+  // The steps this run will take, as the plan line and --dry-run state them.
+  std::vector<PlannedStep> steps() const { return planned_steps(options_.plan, subject_.models); }
+
+  RunResult measure();
+  // The sessions' plans (the first one's) against each subject, one check at a time against each,
+  // the first subject rotating: time of day and this machine's load fall on all alike.
+  static std::vector<RunResult> measure_together(const std::vector<Session*>& sessions);
+  void diagnose(RunResult& r);
+  // Writes every output and returns the exit code: the run's own, or 3 when an output failed.
+  int finish(RunResult& r);
+
+ private:
+  Session(SessionOptions options, Subject subject) : options_(std::move(options)), subject_(std::move(subject)) {}
+  void announce() const;
+
+  SessionOptions options_;
+  Subject subject_;
+  rules::RuleSet rules_;
+  std::vector<Slo> slos_;
+  std::unique_ptr<history::History> history_;
+  std::unique_ptr<bundle::Writer> bundle_;
+  std::unique_ptr<bundle::SampleLog> samples_;
+  std::unique_ptr<checks::CheckContext> ctx_;
+  std::map<std::string, double> metrics_;  // the last diagnosed run's, flattened
+};
+
+// A saved run diagnosed afresh (`explain`): the rules applied again, the run's own limits kept.
+void rediagnose(RunResult& r, const rules::RuleSet& rules);
+
+}  // namespace infdoctor::run

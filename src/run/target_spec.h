@@ -1,0 +1,24 @@
+#pragma once
+// A named target in one word, as `compare --a/--b` (and the exporter's --target) take it:
+// NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR]. The key comes from key_env, else from
+// NAME_API_KEY (upper case, non-alphanumerics as _) when that is set, else from the preset's
+// variable.
+#include <string>
+
+#include "api/endpoint_spec.h"
+#include "checks/check.h"
+#include "core/result.h"
+
+namespace infdoctor::run {
+
+struct TargetSpec {
+  std::string name;
+  api::EndpointSpec endpoint;  // `shared` with this target's URL, preset and key variable
+  checks::Models models;
+};
+
+// `flag` names where the text came from in errors ("--a").
+core::Result<TargetSpec> parse_target_spec(const std::string& text, const std::string& flag,
+                                           const api::EndpointSpec& shared);
+
+}  // namespace infdoctor::run
