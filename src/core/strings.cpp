@@ -36,6 +36,23 @@ void appendf(std::string& out, const char* fmt, ...) {
   va_end(again);
 }
 
+std::string fill_placeholders(const std::string& text, const std::function<std::string(const std::string&)>& value) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto open = text.find('{', i);
+    const auto close = open == std::string::npos ? std::string::npos : text.find('}', open);
+    if (close == std::string::npos) {
+      out.append(text, i, std::string::npos);
+      break;
+    }
+    out.append(text, i, open - i);
+    out += value(text.substr(open + 1, close - open - 1));
+    i = close + 1;
+  }
+  return out;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return join_by(items, sep, [](const std::string& s) -> const std::string& { return s; });
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Joining and splitting the comma lists that flags, options and messages are made of.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,9 @@ std::vector<std::string> split(std::string_view text, char sep = ',');
 
 // printf into the end of `out`.
 void appendf(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// `text` with every {name} replaced by value(name); text after an unclosed '{' stays as it is.
+std::string fill_placeholders(const std::string& text, const std::function<std::string(const std::string&)>& value);
 
 // `items` with `sep` between them.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");

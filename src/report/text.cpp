@@ -35,22 +35,10 @@ std::string headline(const checks::CheckResult& c) {
   if (!info) return std::to_string(c.metrics.size()) + " metrics";
   for (const auto& h : info->headlines) {
     if (h.when && !c.metrics.count(h.when)) continue;
-    std::string out;
-    const std::string text = h.text;
-    for (std::size_t i = 0; i < text.size();) {
-      const auto open = text.find('{', i), close = text.find('}', open == std::string::npos ? i : open);
-      if (open == std::string::npos || close == std::string::npos) {
-        out.append(text, i, std::string::npos);
-        break;
-      }
-      out.append(text, i, open - i);
-      std::string name = text.substr(open + 1, close - open - 1);
+    return core::fill_placeholders(h.text, [&](const std::string& name) {
       const bool percent = !name.empty() && name.back() == '%';
-      if (percent) name.pop_back();
-      out += headline_value(c, name, percent);
-      i = close + 1;
-    }
-    return out;
+      return headline_value(c, percent ? name.substr(0, name.size() - 1) : name, percent);
+    });
   }
   return std::to_string(c.metrics.size()) + " metrics";
 }

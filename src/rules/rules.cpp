@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/strings.h"
+
 namespace infdoctor::rules {
 namespace {
 
@@ -269,22 +271,10 @@ std::string format_metric(const std::string& name, double v) {
 }
 
 std::string render_template(const std::string& text, const std::map<std::string, double>& metrics) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto open = text.find('{', i);
-    const auto close = open == std::string::npos ? std::string::npos : text.find('}', open);
-    if (close == std::string::npos) {
-      out.append(text, i, std::string::npos);
-      break;
-    }
-    out.append(text, i, open - i);
-    const std::string name = text.substr(open + 1, close - open - 1);
+  return core::fill_placeholders(text, [&](const std::string& name) {
     auto it = metrics.find(name);
-    out += it == metrics.end() ? "n/a" : format_metric(name, it->second);
-    i = close + 1;
-  }
-  return out;
+    return it == metrics.end() ? std::string("n/a") : format_metric(name, it->second);
+  });
 }
 
 void sort_findings(std::vector<Finding>& findings) {

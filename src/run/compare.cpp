@@ -48,12 +48,15 @@ Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::str
     l.b = get(mb, m.name);
     if (l.a && l.b) {
       if (*l.a > 0) l.ratio = *l.b / *l.a;
-      // A median with a bootstrap interval (`<stem>_ci_low_<unit>`, `<stem>_ci_high_<unit>`) is
-      // told different by it.
-      const std::string stem = m.name.substr(0, m.name.size() - m.unit.size() - 1);
-      const std::string lo = stem + "_ci_low_" + m.unit, hi = stem + "_ci_high_" + m.unit;
-      const auto alo = get(ma, lo), ahi = get(ma, hi), blo = get(mb, lo), bhi = get(mb, hi);
-      if (alo && ahi && blo && bhi) l.significant = (*bhi < *alo || *blo > *ahi) ? "yes" : "no";
+      // A median with a bootstrap interval (`<stem>_ci_low_<unit>`, `<stem>_ci_high_<unit>` beside
+      // `<stem>_<unit>`) is told different by it.
+      const std::string suffix = "_" + m.unit;
+      if (m.name.size() > suffix.size() && m.name.compare(m.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        const std::string stem = m.name.substr(0, m.name.size() - suffix.size());
+        const std::string lo = stem + "_ci_low" + suffix, hi = stem + "_ci_high" + suffix;
+        const auto alo = get(ma, lo), ahi = get(ma, hi), blo = get(mb, lo), bhi = get(mb, hi);
+        if (alo && ahi && blo && bhi) l.significant = (*bhi < *alo || *blo > *ahi) ? "yes" : "no";
+      }
       if (l.significant.empty()) {
         const double diff = std::fabs(*l.b - *l.a);
         const double r = l.ratio ? std::max(*l.ratio, 1.0 / std::max(*l.ratio, 1e-9)) : 0;

@@ -1,8 +1,6 @@
 #include "run/plan.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <map>
 
 #include "core/redact.h"
 #include "core/strings.h"

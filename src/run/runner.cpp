@@ -180,12 +180,13 @@ core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std:
 core::Result<std::vector<Slo>> parse_slos(const std::string& text) {
   std::vector<Slo> out;
   const auto known = known_metrics();
+  const auto declared = checks::all_metrics();
   for (const auto& item : core::split(text)) {
     const auto eq = item.find('=');
     if (eq == std::string::npos)
       return core::make_error(core::ErrorCode::ConfigError, "--slo wants NAME=LIMIT, got '" + item + "'");
     std::string name = item.substr(0, eq);
-    for (const auto& m : checks::all_metrics())
+    for (const auto& m : declared)
       if (m.tags.slo && name == m.tags.slo) name = m.name;
     if (std::find(known.begin(), known.end(), name) == known.end())
       return core::make_error(core::ErrorCode::ConfigError, "--slo: unknown metric '" + item.substr(0, eq) + "'");
