@@ -210,6 +210,17 @@ core::Result<Target> parse_target(const std::string& base_url) {
   return t;
 }
 
+CheckContext::CheckContext(Target target, api::Endpoint endpoint, Ports ports)
+    : target_(std::move(target)),
+      endpoint_(std::move(endpoint)),
+      model_(ports.model),
+      clock_(ports.clock ? *ports.clock : core::real_clock()),
+      own_http_(ports.http ? nullptr : real_http()),
+      http_(ports.http ? ports.http : own_http_.get()),
+      dns_(ports.dns ? ports.dns : &real_dns()),
+      probes_(ports.probes ? ports.probes : &real_probes()),
+      progress_(ports.progress ? std::move(ports.progress) : terminal_progress) {}
+
 void CheckContext::set_addresses(std::vector<std::string> a) {
   addresses_ = std::move(a);
   if (addresses_.empty() || target_.host_is_ip) return;
@@ -221,72 +232,20 @@ void CheckContext::set_addresses(std::vector<std::string> a) {
 }
 
 core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {
-  using core::ErrorCode;
-  const int n = static_cast<int>(reqs.size());
-  if (core::interrupted()) return core::interrupted_error();
-  if (run_streak_.stop()) {
-    core::Error e = run_streak_.error();
-    e.message = "the run sends no more model requests: " + e.message;
-    return e;
-  }
-  if (n > requests_left())
-    return core::make_error(ErrorCode::BudgetExhausted, "the request budget is spent",
-                            std::to_string(spent_) + " of " + std::to_string(max_requests_) +
-                                " requests sent; this step needs " + std::to_string(n) + " more (--max-requests)");
-  if (core::SteadyClock::now() < not_before_) {
-    progress("waiting out the provider's Retry-After");
-    retry_wait_ms_ += core::to_ms(core::elapsed_us(core::SteadyClock::now(), not_before_));
-    if (!idle_until(not_before_)) {
-      if (core::interrupted()) return core::interrupted_error();
-      return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
-    }
-  }
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - core::SteadyClock::now());
-  if (left <= std::chrono::milliseconds(0))
-    return core::make_error(ErrorCode::DeadlineExceeded, "the check's deadline came first");
-  api::Endpoint ep = endpoint_;
-  ep.timeout = std::min(ep.timeout, left);
-  ep.connect_timeout = std::min(ep.connect_timeout, ep.timeout);
-  spent_ += n;
-  std::vector<api::RequestSample> out = api::run_chats(http_, ep, reqs);
-  const auto now_wall = std::chrono::system_clock::now();
-  for (const auto& s : out) {
-    if (sample_sink_) {
-      nlohmann::json line = api::to_json(s);
-      line["check"] = current_check_;
-      sample_sink_(line);
-    }
-    run_streak_.record(s);
-    if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];
-    if (s.http_status >= 500) ++server_errors_;
-    if (s.http_status != 429 && s.http_status != 503) {
-      if (s.ok) backoff_ = {};
-      continue;
-    }
-    if (s.http_status == 429) ++rate_limited_;
-    // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
-    // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.
-    std::optional<std::chrono::milliseconds> wait;
-    if (auto it = s.headers.find("retry-after"); it != s.headers.end())
-      wait = http::parse_retry_after(it->second, now_wall);
-    if (!wait) {
-      backoff_ = std::min(std::chrono::milliseconds(8000),
-                          backoff_.count() == 0 ? std::chrono::milliseconds(500) : backoff_ * 2);
-      wait = backoff_;
-    }
-    not_before_ = std::max(not_before_, core::SteadyClock::now() + *wait);
-  }
-  return out;
+  if (!model_) return core::make_error(core::ErrorCode::Internal, "this run has no way to send model requests");
+  return model_->chat(endpoint_, reqs, deadline());
 }
 
 bool CheckContext::idle_until(core::SteadyTime t) const {
-  core::sleep_until(std::min(t, deadline_));
-  return !core::interrupted() && t <= deadline_;
+  if (!clock_.sleep_until(std::min(t, deadline_))) return false;
+  return t <= deadline_;
 }
 
 core::SteadyTime CheckContext::deadline() const {
-  return core::interrupted() ? std::min(deadline_, core::SteadyClock::now()) : deadline_;
+  return core::interrupted() ? std::min(deadline_, clock_.now()) : deadline_;
 }
+
+void CheckContext::progress(const std::string& step) const { progress_(step); }
 
 namespace {
 // Time before the request left: DNS, connect and TLS on a fresh connection, and on any connection
@@ -364,8 +323,7 @@ core::Error FailureStreak::error() const {
                           "stopped after " + std::to_string(run_) + " failed requests in a row; the last: " + last_);
 }
 
-void CheckContext::progress(const std::string& step) const {
-  // A live status line on a terminal; nothing in logs and pipes, where it would only be noise.
+void terminal_progress(const std::string& step) {
   static const bool tty = ::isatty(2) == 1;
   if (!tty) return;
   std::fprintf(stderr, "\r\033[K%s", step.c_str());

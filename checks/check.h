@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/chat.h"
+#include "checks/ports.h"
 #include "core/clock.h"
 #include "core/names.h"
 #include "core/result.h"
@@ -185,43 +186,47 @@ class FailureStreak {
   std::string last_token_;
 };
 
-// What a check may touch. Later checks read what earlier ones found (the dns check's addresses).
+// The ports a context hands to its checks. A null port is the real one (the clock, plain HTTP,
+// DNS, probes); the model port has no default: run/pacer is the one a run plugs in.
+struct Ports {
+  ModelPort* model = nullptr;
+  core::Clock* clock = nullptr;
+  HttpPort* http = nullptr;
+  DnsPort* dns = nullptr;
+  ProbePort* probes = nullptr;
+  std::function<void(const std::string&)> progress;  // default: a live line on a terminal
+};
+
+// A live status line on stderr when it is a terminal; nothing in logs and pipes.
+void terminal_progress(const std::string& step);
+
+// What a check may touch: the target and endpoint, its deadline, the addresses earlier checks
+// found (the dns check's answers), the models asked, and the ports.
 class CheckContext {
  public:
-  CheckContext(Target target, api::Endpoint endpoint) : target_(std::move(target)), endpoint_(std::move(endpoint)) {}
+  CheckContext(Target target, api::Endpoint endpoint, Ports ports);
   const Target& target() const { return target_; }
   const api::Endpoint& endpoint() const { return endpoint_; }
-  http::Client& http() { return http_; }
   // The check's deadline; "now" once the run is interrupted, so every loop bounded by it ends.
   core::SteadyTime deadline() const;
   void set_deadline(core::SteadyTime t) { deadline_ = t; }
+  // True while the deadline is ahead.
+  bool before_deadline() const { return clock_.now() < deadline(); }
   // Addresses of the API host: the dns check's answers, or the literal IP of the URL.
   const std::vector<std::string>& addresses() const { return addresses_; }
   // Also pins the API host to the first address for every later request (unless --resolve did),
   // so every check measures the server the dns check found.
   void set_addresses(std::vector<std::string> a);
-  void progress(const std::string& step) const;
-
   const Models& models() const { return models_; }
   void set_models(Models m) { models_ = std::move(m); }
-  void set_max_requests(int n) { max_requests_ = n; }
-  int requests_spent() const { return spent_; }
-  int requests_left() const { return max_requests_ - spent_; }
-  int rate_limited_count() const { return rate_limited_; }
-  // Every model request's sample also goes here as it completes (the bundle's samples.jsonl).
-  void set_sample_sink(std::function<void(const nlohmann::json&)> sink) { sample_sink_ = std::move(sink); }
-  void set_current_check(std::string id) { current_check_ = std::move(id); }
-  double retry_wait_ms() const { return retry_wait_ms_; }
-  // Failed model requests of the whole run, by error token ("timeout", "http_status", ...), and
-  // server errors (HTTP 5xx) among them.
-  const std::map<std::string, int>& failures_by_token() const { return failures_; }
-  int server_error_count() const { return server_errors_; }
 
-  // Sends the chat requests in parallel (one at a time when given one), never past the request
-  // budget or the deadline, after waiting out any Retry-After the provider asked for. A budget
-  // or deadline that cannot take the whole batch sends nothing and says which. Once the last
-  // kRunFailureLimit requests of the run all failed, nothing more is sent.
-  static constexpr int kRunFailureLimit = 8;
+  core::Clock& clock() const { return clock_; }
+  HttpPort& http() { return *http_; }
+  DnsPort& dns() { return *dns_; }
+  ProbePort& probes() { return *probes_; }
+  void progress(const std::string& step) const;
+
+  // Model requests to this endpoint through the model port, none outliving the deadline.
   core::Result<std::vector<api::RequestSample>> chat(const std::vector<api::ChatRequest>& reqs);
   // Waits, sending nothing, until `t`; false (early) when the deadline comes first or the run is
   // interrupted.
@@ -230,21 +235,16 @@ class CheckContext {
  private:
   Target target_;
   api::Endpoint endpoint_;
-  http::Client http_;
+  ModelPort* model_;
+  core::Clock& clock_;
+  std::unique_ptr<HttpPort> own_http_;
+  HttpPort* http_;
+  DnsPort* dns_;
+  ProbePort* probes_;
+  std::function<void(const std::string&)> progress_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
   std::vector<std::string> addresses_;
   Models models_;
-  int max_requests_ = 1000000;
-  int spent_ = 0;
-  int rate_limited_ = 0;
-  double retry_wait_ms_ = 0;
-  std::function<void(const nlohmann::json&)> sample_sink_;
-  std::string current_check_;
-  core::SteadyTime not_before_{};
-  std::chrono::milliseconds backoff_{0};
-  std::map<std::string, int> failures_;
-  int server_errors_ = 0;
-  FailureStreak run_streak_{kRunFailureLimit};  // failed model requests in a row, across checks
 };
 
 // Time to first token from the moment the request was written to the socket: without connection

@@ -93,7 +93,7 @@ class ColdstartCheck final : public Check {
     for (const double gap : gaps_) {
       if (gap <= 0) continue;
       ctx.progress("coldstart: idle " + std::to_string(static_cast<int>(gap)) + " s before the next request");
-      if (!ctx.idle_until(core::SteadyClock::now() + std::chrono::milliseconds(static_cast<long long>(gap * 1000)))) {
+      if (!ctx.idle_until(ctx.clock().now() + std::chrono::milliseconds(static_cast<long long>(gap * 1000)))) {
         out.details["stopped"] = "the check's deadline came before the " + std::to_string(gap) + " s gap ended";
         break;
       }

@@ -80,13 +80,13 @@ class ConcurrencyCheck final : public Check {
         req.model = ctx.models().target;
         req.prompt = api::synthetic_prompt(prompt_tokens_);
         req.max_tokens = max_tokens_;
-        const auto t0 = core::SteadyClock::now();
+        const auto t0 = ctx.clock().now();
         auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(level.streams), req));
         if (!r.ok()) {
           out.fail(r.error());
           break;
         }
-        level.makespan_ms += core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+        level.makespan_ms += core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
         int failed_here = 0;
         for (const auto& s : r.value()) {
           out.samples.push_back(sample_json(s, {{"streams", level.streams}, {"round", round}}));

@@ -65,7 +65,7 @@ class DnsCheck final : public Check {
     }
     std::vector<dns::Server> servers;
     if (use_system_) {
-      auto sys = dns::system_servers();
+      auto sys = ctx.dns().system_servers();
       if (sys.ok()) servers = sys.value();
     }
     for (const auto& text : resolvers_) {
@@ -92,9 +92,9 @@ class DnsCheck final : public Check {
       std::set<std::string> server_addrs;
       for (int i = 0; i < samples_; ++i) {
         for (const dns::Family fam : {dns::Family::A, dns::Family::AAAA}) {
-          if (core::SteadyClock::now() >= ctx.deadline()) break;
+          if (!ctx.before_deadline()) break;
           ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + t.host + " via " + server.text());
-          const dns::Lookup l = dns::query(server, t.host, fam, qo);
+          const dns::Lookup l = ctx.dns().query(server, t.host, fam, qo);
           const double ms = core::to_ms(l.elapsed);
           nlohmann::json sample = {{"resolver", server.text()}, {"family", dns::family_name(fam)},
                                    {"ms", ms},                  {"timeouts", l.timeouts},

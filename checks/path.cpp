@@ -80,10 +80,10 @@ class PathCheck final : public Check {
       // TCP ping.
       std::vector<double> tcp;
       std::map<std::string, int> tcp_failures;
-      for (int i = 0; i < samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+      for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
         ctx.progress("path: TCP connect " + ip + ":" + std::to_string(port) + " (" + std::to_string(i + 1) + "/" +
                      std::to_string(samples_) + ")");
-        const auto p = net::tcp_connect_probe(ip, port, std::chrono::milliseconds(timeout_ms_));
+        const auto p = ctx.probes().tcp_connect(ip, port, std::chrono::milliseconds(timeout_ms_));
         if (p.rtt) tcp.push_back(core::to_ms(*p.rtt));
         if (!p.status.ok()) {
           ++tcp_failures[std::string(p.status.error().token())];
@@ -196,9 +196,9 @@ class PathCheck final : public Check {
   nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary) {
     std::vector<double> rtt;
     int sent = 0;
-    for (int i = 0; i < samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+    for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
       ctx.progress("path: ICMP echo " + ip);
-      const auto p = net::icmp_echo_probe(ip, std::chrono::milliseconds(timeout_ms_), i + 1);
+      const auto p = ctx.probes().icmp_echo(ip, std::chrono::milliseconds(timeout_ms_), i + 1);
       if (!p.status.ok() && p.status.error().code == core::ErrorCode::NotPermitted)
         return {{"status", "skipped"}, {"reason", p.status.error().message + ": " + p.status.error().detail}};
       ++sent;
@@ -227,7 +227,7 @@ class PathCheck final : public Check {
     to.probes_per_hop = probes_per_hop_;
     to.probe_timeout = std::chrono::milliseconds(std::min(timeout_ms_, 1000));
     to.deadline = ctx.deadline();
-    const net::Trace tr = net::trace_hops(ip, to);
+    const net::Trace tr = ctx.probes().trace(ip, to);
     nlohmann::json hops = nlohmann::json::array();
     std::optional<double> last_p50;
     for (const auto& h : tr.hops) {

@@ -49,12 +49,12 @@ class SoakCheck final : public Check {
     CheckResult out = CheckResult::start(kInfo.id);
     if (minutes_ <= 0) return out.skip("off: give --soak-minutes N to run it");
     if (ctx.models().target.empty()) return out.skip("no --model given");
-    const auto t0 = core::SteadyClock::now();
+    const auto t0 = ctx.clock().now();
     const auto end = t0 + std::chrono::milliseconds(static_cast<long long>(minutes_ * 60000));
     std::vector<double> at_s, ttft, tpot_at_s, tpot;
     RequestLoop loop(ctx, out);
     auto next = t0;
-    while (next < end && !loop.stopped() && core::SteadyClock::now() < ctx.deadline()) {
+    while (next < end && !loop.stopped() && ctx.before_deadline()) {
       if (!ctx.idle_until(next)) break;
       next += std::chrono::milliseconds(interval_ms_);
       ctx.progress("soak: request " + std::to_string(out.samples.size() + 1));
@@ -62,7 +62,7 @@ class SoakCheck final : public Check {
       req.model = ctx.models().target;
       req.prompt = api::synthetic_prompt(prompt_tokens_);
       req.max_tokens = max_tokens_;
-      const double when = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+      const double when = core::to_ms(core::elapsed_us(t0, ctx.clock().now())) / 1000.0;
       const auto sent = loop.send(req, {{"at_s", when}});
       if (!sent || !sent->ok) continue;
       const api::RequestSample& s = *sent;
@@ -75,7 +75,7 @@ class SoakCheck final : public Check {
         tpot.push_back(*s.tpot_ms);
       }
     }
-    const double duration = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+    const double duration = core::to_ms(core::elapsed_us(t0, ctx.clock().now())) / 1000.0;
     out.set("duration_s", duration);
     out.set("samples_count", static_cast<double>(ttft.size()));
     out.set("failures_count", loop.failures());

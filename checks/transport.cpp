@@ -84,7 +84,7 @@ class TransportCheck final : public Check {
       long http_status = 0;
       int reuse_hits = 0, reuse_tries = 0;
       // Fresh connections: each pays DNS-free connect and TLS (the address is pinned).
-      for (int i = 0; i < samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+      for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
         ctx.progress("transport: fresh connection to " + ip + " (" + std::to_string(i + 1) + "/" +
                      std::to_string(samples_) + ")");
         http::Request req = make_request(ctx, pin, /*fresh=*/true);
@@ -108,11 +108,11 @@ class TransportCheck final : public Check {
         if (r.ttfb() && r.times.pretransfer) wait.push_back(core::to_ms(*r.ttfb() - *r.times.pretransfer));
       }
       // One kept-alive connection: the first request opens it, the rest should reuse it.
-      http::Client keep;
-      for (int i = 0; i <= samples_ && core::SteadyClock::now() < ctx.deadline(); ++i) {
+      const std::unique_ptr<HttpPort> keep = ctx.http().separate();
+      for (int i = 0; i <= samples_ && ctx.before_deadline(); ++i) {
         ctx.progress("transport: kept-alive connection to " + ip);
         http::Request req = make_request(ctx, pin, /*fresh=*/false);
-        const http::Response r = keep.perform(req);
+        const http::Response r = keep->perform(req);
         if (i == 0) continue;
         record_sample(out, ip, "reused", r);
         if (!r.status.ok()) {
@@ -203,7 +203,7 @@ class TransportCheck final : public Check {
     req.tls = ep.tls;
     req.fresh_connection = fresh;
     // No request may outlive the check's deadline.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.deadline() - core::SteadyClock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.deadline() - ctx.clock().now());
     req.timeout = std::max(std::chrono::milliseconds(1), std::min(ep.timeout, left));
     req.connect_timeout = std::min(ep.connect_timeout, req.timeout);
     req.max_body_bytes = 1u << 20;

@@ -2,7 +2,22 @@
 
 #include <ctime>
 
+#include "core/interrupt.h"
+
 namespace infdoctor::core {
+
+namespace {
+class RealClock final : public Clock {
+ public:
+  SteadyTime now() const override { return SteadyClock::now(); }
+  bool sleep_until(SteadyTime t) override { return core::sleep_until(t); }
+};
+}  // namespace
+
+Clock& real_clock() {
+  static RealClock clock;
+  return clock;
+}
 
 std::string rfc3339_utc(std::chrono::system_clock::time_point t) {
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();

@@ -16,6 +16,18 @@ inline Micros elapsed_us(SteadyTime from, SteadyTime to) {
 }
 inline double to_ms(Micros us) { return static_cast<double>(us.count()) / 1000.0; }
 
+// The run's sense of time, a port so that tests can run a check's waits on a fake clock
+// (tests/support/fake_clock.h) instead of sleeping through them.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual SteadyTime now() const = 0;
+  // Waits until `t`; false as soon as the run is interrupted (core/interrupt.h).
+  virtual bool sleep_until(SteadyTime t) = 0;
+};
+// steady_clock, and sleeps that a SIGINT or SIGTERM cuts short.
+Clock& real_clock();
+
 // RFC 3339 UTC with microseconds: 2026-12-02T14:41:07.123456Z.
 std::string rfc3339_utc(std::chrono::system_clock::time_point t);
 

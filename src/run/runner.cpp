@@ -23,7 +23,8 @@ RunResult begin_run(checks::CheckContext& ctx) {
   return out;
 }
 
-void run_one(const checks::CheckEntry& e, const RunPlan& plan, checks::CheckContext& ctx, RunResult& out) {
+void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, RunResult& out) {
+  checks::CheckContext& ctx = *side.ctx;
   if (core::interrupted()) {
     checks::CheckResult r = checks::CheckResult::start(e.id);
     r.status = checks::CheckStatus::Skipped;
@@ -33,8 +34,8 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, checks::CheckCont
     return;
   }
   auto check = e.make(plan.options);
-  ctx.set_current_check(e.id);
-  const auto t0 = core::SteadyClock::now();
+  side.pacer->set_current_check(e.id);
+  const auto t0 = ctx.clock().now();
   ctx.set_deadline(t0 + plan.check_timeout);
   checks::CheckResult r;
   try {
@@ -45,15 +46,17 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, checks::CheckCont
     r.fail(core::make_error(core::ErrorCode::Internal, "the check failed unexpectedly", ex.what()));
   }
   r.id = e.id;
-  r.duration_ms = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
+  r.duration_ms = core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
   out.checks.push_back(std::move(r));
 }
 
-void end_run(checks::CheckContext& ctx, RunResult& out) {
+void end_run(const Side& side, RunResult& out) {
+  const checks::CheckContext& ctx = *side.ctx;
+  const Pacer& pacer = *side.pacer;
   ctx.progress("");
-  out.run_metrics["run.requests_count"] = ctx.requests_spent();
+  out.run_metrics["run.requests_count"] = pacer.requests_spent();
   // Failed model requests by kind, for the errors rules.
-  const auto& fails = ctx.failures_by_token();
+  const auto& fails = pacer.failures_by_token();
   auto count = [&](std::initializer_list<const char*> tokens) {
     int n = 0;
     for (const char* t : tokens)
@@ -66,34 +69,34 @@ void end_run(checks::CheckContext& ctx, RunResult& out) {
   out.run_metrics["run.timeout_count"] = count({"timeout"});
   out.run_metrics["run.broken_stream_count"] =
       count({"connection_closed", "connection_reset", "malformed_stream", "stream_error", "response_too_large"});
-  out.run_metrics["run.server_error_count"] = ctx.server_error_count();
+  out.run_metrics["run.server_error_count"] = pacer.server_error_count();
   out.run_metrics["run.tls_failed_count"] = count({"tls_failed"});
   out.run_metrics["run.tls_verify_off"] = ctx.target().scheme == "https" && ctx.endpoint().tls.insecure ? 1 : 0;
-  out.run_metrics["run.rate_limited_count"] = ctx.rate_limited_count();
-  out.run_metrics["run.retry_wait_ms"] = ctx.retry_wait_ms();
+  out.run_metrics["run.rate_limited_count"] = pacer.rate_limited_count();
+  out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
 }
 
 }  // namespace
 
-std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<checks::CheckContext*>& ctxs) {
+std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides) {
   std::vector<RunResult> out;
-  for (auto* c : ctxs) out.push_back(begin_run(*c));
+  for (const auto& side : sides) out.push_back(begin_run(*side.ctx));
   std::size_t turn = 0;
   for (const auto* e : selected(plan)) {
-    for (std::size_t k = 0; k < ctxs.size(); ++k) {
-      const std::size_t i = (turn + k) % ctxs.size();  // who goes first rotates from check to check
-      run_one(*e, plan, *ctxs[i], out[i]);
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+      const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
+      run_one(*e, plan, sides[i], out[i]);
     }
     ++turn;
   }
-  for (std::size_t i = 0; i < ctxs.size(); ++i) end_run(*ctxs[i], out[i]);
+  for (std::size_t i = 0; i < sides.size(); ++i) end_run(sides[i], out[i]);
   return out;
 }
 
-RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx) {
-  return std::move(run_interleaved(plan, {&ctx}).front());
+RunResult run_checks(const RunPlan& plan, const Side& side) {
+  return std::move(run_interleaved(plan, {side}).front());
 }
 
 nlohmann::json to_json(const RunResult& r) {

@@ -7,6 +7,7 @@
 #include "checks/check.h"
 #include "core/result.h"
 #include "rules/rules.h"
+#include "run/pacer.h"
 #include "run/plan.h"
 
 namespace infdoctor::run {
@@ -54,11 +55,17 @@ int exit_code(const RunResult& r);
 // Reads a results.json (as `run --json` or a bundle writes it) back into a RunResult.
 core::Result<RunResult> from_json(const nlohmann::json& j);
 
-RunResult run_checks(const RunPlan& plan, checks::CheckContext& ctx);
+// One measured subject: the context its checks see and the pacer of its model requests.
+struct Side {
+  checks::CheckContext* ctx;
+  Pacer* pacer;
+};
+
+RunResult run_checks(const RunPlan& plan, const Side& side);
 // The same plan against several targets, one check at a time against each before the next check,
 // the first target rotating from check to check: time of day and this machine's load fall on
 // all alike.
-std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<checks::CheckContext*>& ctxs);
+std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides);
 
 nlohmann::json to_json(const RunResult& r);
 

@@ -56,12 +56,15 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
     if (!log.ok()) return log.error();
     s->samples_ = std::move(log.value());
   }
-  s->ctx_ = std::make_unique<checks::CheckContext>(target.value(), s->subject_.endpoint);
+  s->pacer_ = std::make_unique<Pacer>(core::real_clock(), s->subject_.max_requests);
+  s->pacer_->set_progress(checks::terminal_progress);
+  checks::Ports ports;
+  ports.model = s->pacer_.get();
+  s->ctx_ = std::make_unique<checks::CheckContext>(target.value(), s->subject_.endpoint, std::move(ports));
   s->ctx_->set_models(s->subject_.models);
-  s->ctx_->set_max_requests(s->subject_.max_requests);
   if (s->samples_) {
     bundle::SampleLog* log = s->samples_.get();
-    s->ctx_->set_sample_sink([log](const nlohmann::json& line) { log->append(line); });
+    s->pacer_->set_sample_sink([log](const nlohmann::json& line) { log->append(line); });
   }
   return s;
 }
@@ -80,13 +83,13 @@ void Session::announce() const {
 RunResult Session::measure() { return std::move(measure_together({this}).front()); }
 
 std::vector<RunResult> Session::measure_together(const std::vector<Session*>& sessions) {
-  std::vector<checks::CheckContext*> ctxs;
+  std::vector<Side> sides;
   for (auto* s : sessions) {
     if (sessions.size() == 1) s->announce();
-    ctxs.push_back(s->ctx_.get());
+    sides.push_back({s->ctx_.get(), s->pacer_.get()});
   }
   core::install_interrupt_handlers();
-  std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, ctxs);
+  std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);
   for (std::size_t i = 0; i < sessions.size(); ++i)
     if (const api::Preset* p = api::find_preset(sessions[i]->subject_.preset))
       results[i].preset = preset_signals(*p, results[i]);
@@ -150,7 +153,7 @@ int Session::finish(RunResult& r) {
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rules_.files;
     bc.partial = !r.interrupted_by.empty();
-    ctx_->set_sample_sink({});
+    pacer_->set_sample_sink({});
     samples_.reset();
     if (auto st = bundle_->finish(r, bc); !st.ok()) {
       std::cerr << "infdoctor: error: " << st.error().message << '\n';

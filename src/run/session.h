@@ -77,6 +77,7 @@ class Session {
   std::unique_ptr<history::History> history_;
   std::unique_ptr<bundle::Writer> bundle_;
   std::unique_ptr<bundle::SampleLog> samples_;
+  std::unique_ptr<Pacer> pacer_;
   std::unique_ptr<checks::CheckContext> ctx_;
   std::map<std::string, double> metrics_;  // the last diagnosed run's, flattened
 };

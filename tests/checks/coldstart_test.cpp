@@ -1,20 +1,65 @@
 #include <doctest/doctest.h>
 
+#include <random>
+
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/scripted_model.h"
 
 namespace infdoctor {
 
-TEST_CASE("coldstart: planted 1500 ms after 3 s idle is found between the gaps that bracket 3 s") {
-  auto server = test::start_fake(
-      R"({"models": {"m": {"overhead_ms": 60, "cold_start": {"idle_s": 3, "penalty_ms": 1500}}}})");
-  const auto c = test::run_check("coldstart", {server->base_url(), {{"coldstart.idle_gaps", "0,1,2,4,5"}}, "", {"m", ""}});
+TEST_CASE("coldstart: a penalty and an idle threshold drawn at random are found between the gaps that bracket the threshold") {
+  // On a fake clock: the 455 s of idle gaps take no wall time, so magnitudes can be drawn freely.
+  const std::vector<double> gaps = {5, 30, 120, 300};
+  std::mt19937 rng(20261203);
+  for (int draw = 0; draw < 24; ++draw) {
+    const double base_ms = std::uniform_real_distribution<double>(30, 600)(rng);
+    const double penalty_ms = std::uniform_real_distribution<double>(std::max(40.0, 0.4 * base_ms), 20000)(rng);
+    const std::size_t k = std::uniform_int_distribution<std::size_t>(0, gaps.size() - 1)(rng);
+    const double lower = k == 0 ? 0.5 : gaps[k - 1];
+    const double idle_s = std::uniform_real_distribution<double>(lower + 0.1, gaps[k] - 0.1)(rng);
+    CAPTURE(draw);
+    CAPTURE(base_ms);
+    CAPTURE(penalty_ms);
+    CAPTURE(idle_s);
+
+    test::FakeClock clock;
+    core::SteadyTime last_end = clock.now();
+    std::uniform_real_distribution<double> jitter(-0.03, 0.03);  // 3 % of the base either way
+    test::ScriptedModel model(clock, [&](const api::ChatRequest&, core::SteadyTime now) {
+      const double idle = core::to_ms(core::elapsed_us(last_end, now)) / 1000.0;
+      const double ttft = base_ms * (1 + jitter(rng)) + (idle >= idle_s ? penalty_ms : 0);
+      last_end = now + std::chrono::microseconds(static_cast<long long>(ttft * 1000));
+      return test::answered(ttft, ttft);
+    });
+    test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"coldstart.idle_gaps", "0,5,30,120,300"}}, "", {"m", ""}};
+    setup.deadline = std::chrono::seconds(600);
+    setup.ports = {.model = &model, .clock = &clock};
+    const auto c = test::run_check("coldstart", setup);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(test::metric(c, "threshold_s") == gaps[k]);
+    if (k > 0) CHECK(test::metric(c, "threshold_low_s") == gaps[k - 1]);
+    else CHECK(c.metrics.count("threshold_low_s") == 0);
+    CHECK(test::metric(c, "cold_gaps_count") == static_cast<double>(gaps.size() - k));
+    CHECK(test::metric(c, "penalty_ms") == doctest::Approx(penalty_ms).epsilon(0.02 + 0.07 * base_ms / penalty_ms));
+    CHECK(test::metric(c, "baseline_ttft_p50_ms") == doctest::Approx(base_ms).epsilon(0.04));
+    CHECK(model.requests() == 1 + 3 + static_cast<int>(gaps.size()));
+  }
+}
+
+TEST_CASE("coldstart: an idle gap longer than the check's deadline ends the check at the deadline") {
+  test::FakeClock clock;
+  test::ScriptedModel model(clock, [](const api::ChatRequest&, core::SteadyTime) { return test::answered(50, 50); });
+  test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"coldstart.idle_gaps", "0,10,300"}}, "", {"m", ""}};
+  setup.deadline = std::chrono::seconds(120);
+  setup.ports = {.model = &model, .clock = &clock};
+  const auto start = clock.now();
+  const auto c = test::run_check("coldstart", setup);
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
-  CHECK(test::metric(c, "threshold_low_s") == 2);
-  CHECK(test::metric(c, "threshold_s") == 4);
-  CHECK(test::metric(c, "penalty_ms") == doctest::Approx(1500).epsilon(0.10));
-  CHECK(test::metric(c, "cold_gaps_count") == 2);
-  CHECK(test::metric(c, "baseline_ttft_p50_ms") == doctest::Approx(60).epsilon(0.2));
+  CHECK(test::metric(c, "gaps_count") == 1);
+  CHECK(c.details.contains("stopped"));
+  CHECK(model.requests() == 5);
+  CHECK(clock.now() - start == std::chrono::seconds(120));  // waited until the deadline, not past it
 }
 
 TEST_CASE("coldstart: no cold start planted, none reported") {
@@ -36,15 +81,15 @@ TEST_CASE("coldstart: the first request of the run pays a start-up penalty") {
 
 TEST_CASE("coldstart: a 429 with Retry-After: 2 delays the next request by at least 2 s") {
   auto server = test::start_fake(R"({"models": {"m": {"faults": [{"kind": "429", "first": 1, "retry_after_s": 2}]}}})");
-  checks::CheckContext* ctx = nullptr;
+  run::Pacer* pacer = nullptr;
   const auto c = test::run_check("coldstart", {server->base_url(), {{"coldstart.idle_gaps", "0"},
                                                                     {"coldstart.baseline_samples", "2"}}, "", {"m", ""}},
-                                 &ctx);
+                                 &pacer);
   const auto served = server->served();
   REQUIRE(served.size() >= 2);
   CHECK(served[0].status == 429);
   CHECK(served[1].arrived - served[0].arrived >= std::chrono::seconds(2));
-  CHECK(ctx->rate_limited_count() == 1);
+  CHECK(pacer->rate_limited_count() == 1);
   CHECK(c.status == checks::CheckStatus::Ok);
 }
 

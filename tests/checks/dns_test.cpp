@@ -20,7 +20,7 @@ std::map<std::string, DnsName> zone() {
           {"dead.lab.test", DnsName{DnsMode::DropAll, {}, {}, 60}}};
 }
 
-checks::CheckResult dns(const fake::DnsResponder& r, const std::string& host, int samples = 3,
+checks::CheckResult run_dns(const fake::DnsResponder& r, const std::string& host, int samples = 3,
                         const std::string& timeout_ms = "2000") {
   return test::run_check("dns", "https://" + host + "/v1",
                          {{"dns.resolvers", r.address()}, {"dns.system", "0"}, {"dns.samples", std::to_string(samples)},
@@ -31,7 +31,7 @@ checks::CheckResult dns(const fake::DnsResponder& r, const std::string& host, in
 
 TEST_CASE("dns: a resolver delaying 150 ms measures 150 ms, with every address and TTL") {
   fake::DnsResponder r("127.0.0.1", 0, zone(), 150);
-  const auto c = dns(r, "api.lab.test");
+  const auto c = run_dns(r, "api.lab.test");
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(std::abs(test::metric(c, "p50_ms") - 150.0) < 10.0);
   CHECK(test::metric(c, "samples_count") == 6);  // 3 samples x (A, AAAA)
@@ -54,7 +54,7 @@ TEST_CASE("dns: NXDOMAIN, SERVFAIL and REFUSED are reported as such") {
                         {"closed.lab.test", "dns_refused", "refused_count"}};
   for (const auto& k : cases) {
     SUBCASE(k.host) {
-      const auto c = dns(r, k.host, 2);
+      const auto c = run_dns(r, k.host, 2);
       CHECK(c.status == checks::CheckStatus::Error);
       CHECK(c.error == k.token);
       CHECK(test::metric(c, k.metric) == 4);
@@ -65,7 +65,7 @@ TEST_CASE("dns: NXDOMAIN, SERVFAIL and REFUSED are reported as such") {
 
 TEST_CASE("dns: a dropped first query is retried and counted, and its time includes the wait") {
   fake::DnsResponder r("127.0.0.1", 0, zone(), 0);
-  const auto c = dns(r, "lossy.lab.test", 2, "300");
+  const auto c = run_dns(r, "lossy.lab.test", 2, "300");
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(test::metric(c, "retries_count") == 1);
   CHECK(test::metric(c, "max_ms") >= 290.0);
@@ -75,7 +75,7 @@ TEST_CASE("dns: a dropped first query is retried and counted, and its time inclu
 TEST_CASE("dns: a resolver that never answers times out within its deadline") {
   fake::DnsResponder r("127.0.0.1", 0, zone(), 0);
   const auto t0 = core::SteadyClock::now();
-  const auto c = dns(r, "dead.lab.test", 1, "200");
+  const auto c = run_dns(r, "dead.lab.test", 1, "200");
   const double took = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now()));
   CHECK(c.status == checks::CheckStatus::Error);
   CHECK(c.error == "dns_timeout");
@@ -96,8 +96,9 @@ TEST_CASE("dns: the run goes on after a failed lookup") {
   REQUIRE(target.ok());
   api::Endpoint ep;
   ep.base_url = "https://gone.lab.test/v1";
-  checks::CheckContext ctx(target.value(), ep);
-  const auto result = run::run_checks(plan, ctx);
+  run::Pacer pacer(core::real_clock(), 100);
+  checks::CheckContext ctx(target.value(), ep, {.model = &pacer});
+  const auto result = run::run_checks(plan, {&ctx, &pacer});
   REQUIRE(result.checks.size() == 3);
   CHECK(result.checks[0].error == "dns_nxdomain");
   CHECK(result.checks[1].status == checks::CheckStatus::Skipped);

@@ -43,12 +43,12 @@ TEST_CASE("sweep: --max-requests is never exceeded") {
                          "",
                          {"m", ""},
                          5};
-  checks::CheckContext* ctx = nullptr;
-  const auto c = test::run_check("sweep", setup, &ctx);
+  run::Pacer* pacer = nullptr;
+  const auto c = test::run_check("sweep", setup, &pacer);
   CHECK(c.status == checks::CheckStatus::Error);
   CHECK(c.error == "budget_exhausted");
   CHECK(server->served().size() == 5);
-  CHECK(ctx->requests_spent() == 5);
+  CHECK(pacer->requests_spent() == 5);
 }
 
 }  // namespace infdoctor

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checks/registry.h"
+#include "run/pacer.h"
 
 namespace infdoctor::test {
 
@@ -16,10 +17,13 @@ struct CheckSetup {
   checks::Models models;
   int max_requests = 1000000;
   std::chrono::seconds deadline{120};
+  // Ports a test plugs in instead of the real ones: a fake clock, a scripted model. Without a
+  // model port, requests go through a pacer of the run's kind.
+  checks::Ports ports = {};
 };
 
 inline checks::CheckResult run_check(const std::string& id, const CheckSetup& setup,
-                                     checks::CheckContext** ctx_out = nullptr) {
+                                     run::Pacer** pacer_out = nullptr) {
   checks::Options o;
   for (const auto& [k, v] : setup.options) o.set(k, v);
   auto target = checks::parse_target(setup.base_url);
@@ -28,19 +32,22 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
   ep.base_url = setup.base_url;
   ep.tls.cacert = setup.cacert;
   ep.timeout = std::chrono::seconds(30);
-  // The context outlives the call, so a test can ask it what was spent (ctx_out).
-  static thread_local std::unique_ptr<checks::CheckContext> ctx;
-  ctx = std::make_unique<checks::CheckContext>(target.value(), ep);
-  if (target->host_is_ip) ctx->set_addresses({target->host});
-  ctx->set_models(setup.models);
-  ctx->set_max_requests(setup.max_requests);
-  ctx->set_deadline(core::SteadyClock::now() + setup.deadline);
-  if (ctx_out) *ctx_out = ctx.get();
+  // The pacer outlives the call, so a test can ask it what was spent (pacer_out).
+  checks::Ports ports = setup.ports;
+  core::Clock& clock = ports.clock ? *ports.clock : core::real_clock();
+  static thread_local std::unique_ptr<run::Pacer> pacer;
+  pacer = std::make_unique<run::Pacer>(clock, setup.max_requests);
+  if (!ports.model) ports.model = pacer.get();
+  checks::CheckContext ctx(target.value(), ep, std::move(ports));
+  if (target->host_is_ip) ctx.set_addresses({target->host});
+  ctx.set_models(setup.models);
+  ctx.set_deadline(clock.now() + setup.deadline);
+  if (pacer_out) *pacer_out = pacer.get();
   for (const auto& e : checks::registry()) {
     if (e.id != id) continue;
     auto check = e.make(o);
     REQUIRE_MESSAGE(o.errors().empty(), (o.errors().empty() ? std::string() : o.errors().front()));
-    checks::CheckResult r = check->run(*ctx);
+    checks::CheckResult r = check->run(ctx);
     // A check emits only what it declares: rules, compare, history and the reports read the
     // declaration, so an undeclared metric is one nobody can name.
     const auto& declared = check->info().metrics;
@@ -58,7 +65,7 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
 inline checks::CheckResult run_check(const std::string& id, const std::string& base_url,
                                      const std::vector<std::pair<std::string, std::string>>& options,
                                      const std::string& cacert = "") {
-  return run_check(id, CheckSetup{base_url, options, cacert, {}, 1000000, std::chrono::seconds(60)});
+  return run_check(id, CheckSetup{base_url, options, cacert, {}, 1000000, std::chrono::seconds(60), {}});
 }
 
 inline double metric(const checks::CheckResult& r, const std::string& name) {

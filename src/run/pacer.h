@@ -1,0 +1,58 @@
+#pragma once
+// The run's policy for model requests, across all its checks: the request budget
+// (--max-requests), the provider's Retry-After (RFC 9110, section 10.2.3) or a doubling backoff
+// after 429 and 503, the run's failure streak, and the counts the errors rules read. Every model
+// request a check sends passes through here, so no check spends, waits or counts on its own.
+#include <functional>
+#include <map>
+#include <string>
+
+#include "checks/check.h"
+#include "checks/ports.h"
+#include "core/clock.h"
+#include "http/client.h"
+
+namespace infdoctor::run {
+
+class Pacer final : public checks::ModelPort {
+ public:
+  Pacer(core::Clock& clock, int max_requests) : clock_(clock), max_requests_(max_requests) {}
+
+  // Refuses once the last kRunFailureLimit requests of the run all failed.
+  static constexpr int kRunFailureLimit = 8;
+  core::Result<std::vector<api::RequestSample>> chat(const api::Endpoint& ep, const std::vector<api::ChatRequest>& reqs,
+                                                     core::SteadyTime deadline) override;
+
+  // Every sample also goes here as it completes (the bundle's samples.jsonl), with the check's id.
+  void set_sample_sink(std::function<void(const nlohmann::json&)> sink) { sample_sink_ = std::move(sink); }
+  void set_current_check(std::string id) { current_check_ = std::move(id); }
+  void set_progress(std::function<void(const std::string&)> p) { progress_ = std::move(p); }
+
+  int requests_spent() const { return spent_; }
+  int rate_limited_count() const { return rate_limited_; }
+  double retry_wait_ms() const { return retry_wait_ms_; }
+  // Failed model requests by error token ("timeout", "http_status", ...), and server errors
+  // (HTTP 5xx) among them.
+  const std::map<std::string, int>& failures_by_token() const { return failures_; }
+  int server_error_count() const { return server_errors_; }
+
+ private:
+  void after(const api::RequestSample& s, std::chrono::system_clock::time_point now_wall);
+
+  core::Clock& clock_;
+  int max_requests_;
+  http::Client http_;
+  int spent_ = 0;
+  int rate_limited_ = 0;
+  double retry_wait_ms_ = 0;
+  std::function<void(const nlohmann::json&)> sample_sink_;
+  std::function<void(const std::string&)> progress_;
+  std::string current_check_;
+  core::SteadyTime not_before_{};
+  std::chrono::milliseconds backoff_{0};
+  std::map<std::string, int> failures_;
+  int server_errors_ = 0;
+  checks::FailureStreak streak_{kRunFailureLimit};  // failed model requests in a row, across checks
+};
+
+}  // namespace infdoctor::run
