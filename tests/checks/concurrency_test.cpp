@@ -4,13 +4,22 @@
 #include "support/fake_process.h"
 
 namespace infdoctor {
+namespace {
+
+// The concurrency check at `levels` against a model that serves `slots` sequences at once.
+checks::CheckResult concurrency_with_slots(int slots, const std::string& levels) {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 4, "slots": )" +
+                                 std::to_string(slots) + "}}}");
+  return test::run_check("concurrency", {server->base_url(),
+                                         {{"concurrency.levels", levels}, {"concurrency.max_tokens", "8"}},
+                                         "",
+                                         {"m", ""}});
+}
+
+}  // namespace
 
 TEST_CASE("concurrency: slots=1 serves requests one after another") {
-  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 4, "slots": 1}}})");
-  const auto c = test::run_check("concurrency", {server->base_url(),
-                                                 {{"concurrency.levels", "1,2,4,8"}, {"concurrency.max_tokens", "8"}},
-                                                 "",
-                                                 {"m", ""}});
+  const auto c = concurrency_with_slots(1, "1,2,4,8");
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(test::metric(c, "latency_growth_ratio") > 0.8);       // makespan grows with the streams
   CHECK(test::metric(c, "throughput_scaling_ratio") < 0.25);  // throughput does not
@@ -19,11 +28,7 @@ TEST_CASE("concurrency: slots=1 serves requests one after another") {
 }
 
 TEST_CASE("concurrency: slots=16 lets throughput grow with concurrency") {
-  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 4, "slots": 16}}})");
-  const auto c = test::run_check("concurrency", {server->base_url(),
-                                                 {{"concurrency.levels", "1,2,4,8,16"}, {"concurrency.max_tokens", "8"}},
-                                                 "",
-                                                 {"m", ""}});
+  const auto c = concurrency_with_slots(16, "1,2,4,8,16");
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(test::metric(c, "throughput_scaling_ratio") > 0.7);
   CHECK(test::metric(c, "latency_growth_ratio") < 0.2);

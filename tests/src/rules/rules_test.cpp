@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -23,6 +24,22 @@ RuleSet load(const std::string& text, LoadReport& report, const std::string& nam
 
 std::string rule_file(const std::string& rule_fields) {
   return R"({"family": "dns", "rules": [)" "\n" + rule_fields + "\n]}";
+}
+
+// A valid rule file of one rule dns.x, with some fields' JSON values replaced (an empty value
+// leaves the field out). `when` and what follows it stand on line 3.
+std::string one_rule(const std::map<std::string, std::string>& changed) {
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"id", R"("dns.x")"}, {"cause", R"("dns_slow")"}, {"severity", R"("info")"}, {"title", R"("t")"},
+      {"when", R"("1")"},   {"impact_ms", R"("1")"},   {"confidence", "1"},        {"explain", R"("e")"}};
+  std::string rule = "{";
+  for (const auto& [name, value] : fields) {
+    auto it = changed.find(name);
+    const std::string& v = it == changed.end() ? value : it->second;
+    if (v.empty()) continue;
+    rule += std::string(rule.size() > 1 ? ", " : "") + (name == "when" ? "\n" : "") + "\"" + name + "\": " + v;
+  }
+  return rule_file(rule + "}");
 }
 
 const char* kGood = R"({"id": "dns.slow", "cause": "dns_slow", "severity": "warning", "title": "slow DNS",
@@ -98,31 +115,16 @@ TEST_CASE("malformed rules: every problem named with file, line, rule id, field 
   const std::vector<Case> cases = {
       {"not JSON", "{\"family\": \"dns\",\n \"rules\": [,]}", "rules/test.json:2: not valid JSON"},
       {"a number out of range", "{\"family\": 1e99999}", "rules/test.json:1: not readable JSON"},
-      {"bad expression", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
-  "when": "dns.p50_ms >",
-  "impact_ms": "1", "confidence": 1, "explain": "e"})"),
+      {"bad expression", one_rule({{"when", R"("dns.p50_ms >")"}}),
        "rules/test.json:3: rule dns.x: when: 'dns.p50_ms >': Unexpected end of expression at position"},
-      {"unknown metric", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
-  "when": "dns.p50 > 3", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
-       "rules/test.json:3: rule dns.x: when: unknown metric 'dns.p50'"},
-      {"unknown cause", rule_file(R"({"id": "dns.x", "cause": "gremlins", "severity": "info", "title": "t",
-  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
-       "rule dns.x: cause: 'gremlins' is not in the cause taxonomy"},
-      {"bad severity", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "meh", "title": "t",
-  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
-       "rule dns.x: severity: must be info, warning or critical"},
-      {"unknown placeholder", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
-  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "was {dns.nope}"})"),
+      {"unknown metric", one_rule({{"when", R"("dns.p50 > 3")"}}), "rules/test.json:3: rule dns.x: when: unknown metric 'dns.p50'"},
+      {"unknown cause", one_rule({{"cause", R"("gremlins")"}}), "rule dns.x: cause: 'gremlins' is not in the cause taxonomy"},
+      {"bad severity", one_rule({{"severity", R"("meh")"}}), "rule dns.x: severity: must be info, warning or critical"},
+      {"unknown placeholder", one_rule({{"explain", R"("was {dns.nope}")"}}),
        "rule dns.x: explain: placeholder {dns.nope} is not a known metric"},
-      {"missing field", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
-  "when": "1", "confidence": 1, "explain": "e"})"),
-       "rule dns.x: impact_ms: missing"},
-      {"id outside the family", rule_file(R"({"id": "tls.x", "cause": "dns_slow", "severity": "info", "title": "t",
-  "when": "1", "impact_ms": "1", "confidence": 1, "explain": "e"})"),
-       "rule tls.x: id: must start with the family, 'dns.'"},
-      {"confidence out of range", rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "info", "title": "t",
-  "when": "1", "impact_ms": "1", "confidence": 3, "explain": "e"})"),
-       "rule dns.x: confidence: must lie in [0, 1]"},
+      {"missing field", one_rule({{"impact_ms", ""}}), "rule dns.x: impact_ms: missing"},
+      {"id outside the family", one_rule({{"id", R"("tls.x")"}}), "rule tls.x: id: must start with the family, 'dns.'"},
+      {"confidence out of range", one_rule({{"confidence", "3"}}), "rule dns.x: confidence: must lie in [0, 1]"},
   };
   for (const auto& c : cases) {
     SUBCASE(c.name) {
