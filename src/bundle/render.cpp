@@ -48,6 +48,17 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+// Text for a Markdown table cell or heading: one line, no column breaks.
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    if (ch == '|') out += "\\|";
+    else if (ch == '\n' || ch == '\r') out += ' ';
+    else out += ch;
+  }
+  return out;
+}
+
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -231,10 +242,24 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   }
   o << "\n## How to reproduce\n\n- `sh repro.sh` sends the same kind of request with curl; it reads the API key from `$"
     << ctx.api_key_env << "`.\n- The run itself: `" << ctx.command_line << "`\n";
-  o << "\n## Checks\n\n| check | status | took | note |\n|---|---|---|---|\n";
+  o << "\n## Checks\n\n| check | status | took | result |\n|---|---|---|---|\n";
   for (const auto& c : r.checks)
     o << "| " << c.id << " | " << checks::status_name(c.status) << " | " << fmt("%.1f s", c.duration_ms / 1000) << " | "
-      << c.reason << " |\n";
+      << md_cell(report::check_headline(c)) << " |\n";
+  for (const auto& c : r.checks)
+    for (const auto& t : c.tables) {
+      o << "\n### " << md_cell(t.title) << "\n\n|";
+      for (const auto& col : t.columns) o << " " << md_cell(col) << " |";
+      o << "\n|";
+      for (std::size_t i = 0; i < t.columns.size(); ++i) o << "---|";
+      o << "\n";
+      for (const auto& row : t.rows) {
+        o << "|";
+        for (std::size_t i = 0; i < t.columns.size(); ++i) o << " " << md_cell(i < row.size() ? row[i] : "") << " |";
+        o << "\n";
+      }
+      if (!t.note.empty()) o << "\n" << md_cell(t.note) << "\n";
+    }
   o << "\nEvery number above is in results.json; samples.jsonl has one line per request; report.html has the plots.\n";
   return o.str();
 }
@@ -281,10 +306,14 @@ std::string render_html(const run::RunResult& r) {
     << html_escape(r.finished_at) << " (UTC)</p>\n<h2>Diagnosis</h2>\n";
   if (r.diagnosis.empty()) o << "<p>No finding: nothing measured explains slowness.</p>\n";
   o << "<ol id=\"diagnosis\">";
-  for (const auto& f : r.diagnosis)
+  for (const auto& f : r.diagnosis) {
     o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> (" << rules::severity_name(f.severity)
       << ", " << html_escape(rules::cause_label(f)) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
-      << fmt("%.0f", f.share * 100) << " %, confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation) << "</li>";
+      << fmt("%.0f", f.share * 100) << " %, confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation);
+    for (const auto& q : f.ask_provider) o << "<br>Ask the provider: " << html_escape(q);
+    for (const auto& a : f.actions) o << "<br>You can: " << html_escape(a);
+    o << "</li>";
+  }
   o << "</ol>\n<h2>Plots</h2>\n";
 
   // The plots read each check's free-form details and samples. Results read back from a file may
@@ -362,11 +391,25 @@ std::string render_html(const run::RunResult& r) {
               "request's first token (without connection setup) and its generation.",
               svg_bars("phase-breakdown-svg", "ms", bars));
 
-  o << "<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>took</th><th>note</th></tr>";
+  o << "<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>took</th><th>result</th></tr>";
   for (const auto& c : r.checks)
     o << "<tr><td>" << c.id << "</td><td>" << checks::status_name(c.status) << "</td><td>" << fmt("%.1f s", c.duration_ms / 1000)
-      << "</td><td>" << html_escape(c.reason) << "</td></tr>";
-  o << "</table>\n<h2>Report</h2><pre>" << html_escape(report::render_text(r)) << "</pre>\n</body></html>\n";
+      << "</td><td>" << html_escape(report::check_headline(c)) << "</td></tr>";
+  o << "</table>\n";
+  for (const auto& c : r.checks)
+    for (const auto& t : c.tables) {
+      o << "<h3>" << html_escape(t.title) << "</h3><table><tr>";
+      for (const auto& col : t.columns) o << "<th>" << html_escape(col) << "</th>";
+      o << "</tr>";
+      for (const auto& row : t.rows) {
+        o << "<tr>";
+        for (const auto& cell : row) o << "<td>" << html_escape(cell) << "</td>";
+        o << "</tr>";
+      }
+      o << "</table>\n";
+      if (!t.note.empty()) o << "<p>" << html_escape(t.note) << "</p>\n";
+    }
+  o << "</body></html>\n";
   return o.str();
 }
 

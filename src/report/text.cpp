@@ -28,8 +28,10 @@ std::string headline_value(const checks::CheckResult& c, const std::string& name
   return buf;
 }
 
+}  // namespace
+
 // The check's declared headline (checks/check.h, Headline) filled with its metrics.
-std::string headline(const checks::CheckResult& c) {
+std::string check_headline(const checks::CheckResult& c) {
   if (c.status != checks::CheckStatus::Ok) return c.reason;
   const checks::CheckInfo* info = checks::find_info(c.id);
   if (!info) return std::to_string(c.metrics.size()) + " metrics";
@@ -42,6 +44,8 @@ std::string headline(const checks::CheckResult& c) {
   }
   return std::to_string(c.metrics.size()) + " metrics";
 }
+
+namespace {
 
 // A check's table: columns of numbers right-aligned, text left-aligned, each as wide as its
 // widest cell.
@@ -138,7 +142,7 @@ std::string render_text(const run::RunResult& r) {
     char took[32];
     std::snprintf(took, sizeof took, "%.1f s", c.duration_ms / 1000.0);
     core::appendf(out, "  %-14s %-8s %9s  %s\n", c.id.c_str(), std::string(checks::status_name(c.status)).c_str(), took,
-        headline(c).c_str());
+        check_headline(c).c_str());
   }
   for (const auto& c : r.checks)
     for (const auto& t : c.tables) render_table(out, t);

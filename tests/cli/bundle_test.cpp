@@ -125,6 +125,17 @@ TEST_CASE("bundle: a canary key appears in no byte of either bundle form, nor on
       CHECK(by_name["repro.sh"].find("${INFDOCTOR_CANARY_KEY:-}") != std::string::npos);
       CHECK(by_name["summary.md"].find("## Ranked causes") != std::string::npos);
       CHECK(by_name["summary.md"].find("req-") != std::string::npos);  // request ids of the slowest requests
+      // Every table a check returned, under its own title, in summary.md and report.html alike.
+      int tables = 0;
+      for (const auto& [id, check] : results["checks"].items())
+        for (const auto& t : check["tables"]) {
+          ++tables;
+          const std::string title = t["title"].get<std::string>();
+          CAPTURE(title);
+          CHECK(by_name["summary.md"].find("### " + title + "\n") != std::string::npos);
+          CHECK(by_name["report.html"].find("<h3>" + title) != std::string::npos);
+        }
+      CHECK(tables > 0);
     }
   }
 }
