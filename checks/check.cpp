@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "core/interrupt.h"
-#include "dns/resolver.h"
 #include "stats/fit.h"
 
 namespace infdoctor::checks {
@@ -87,7 +86,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
           {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
           {"metrics", metrics},
-          {"samples", r.samples},
+          {"samples", samples_json(r)},
           {"details", r.details},
           {"tables", tables},
           {"duration_ms", r.duration_ms}};
@@ -174,41 +173,6 @@ std::vector<std::string> Options::keys() const {
   return out;
 }
 
-core::Result<Target> parse_target(const std::string& base_url) {
-  Target t;
-  t.base_url = base_url;
-  const auto sep = base_url.find("://");
-  if (sep == std::string::npos)
-    return core::make_error(core::ErrorCode::ConfigError, "--base-url must start with http:// or https://");
-  t.scheme = base_url.substr(0, sep);
-  if (t.scheme != "http" && t.scheme != "https")
-    return core::make_error(core::ErrorCode::ConfigError, "--base-url must start with http:// or https://");
-  std::string authority = base_url.substr(sep + 3);
-  authority = authority.substr(0, authority.find_first_of("/?#"));
-  if (const auto at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
-  std::string port;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string::npos) return core::make_error(core::ErrorCode::ConfigError, "bad host in --base-url");
-    t.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') port = authority.substr(close + 2);
-  } else {
-    const auto colon = authority.rfind(':');
-    t.host = authority.substr(0, colon);
-    if (colon != std::string::npos) port = authority.substr(colon + 1);
-  }
-  if (t.host.empty()) return core::make_error(core::ErrorCode::ConfigError, "no host in --base-url");
-  t.port = t.scheme == "https" ? 443 : 80;
-  if (!port.empty()) {
-    char* end = nullptr;
-    const long p = std::strtol(port.c_str(), &end, 10);
-    if (*end != '\0' || p < 1 || p > 65535)
-      return core::make_error(core::ErrorCode::ConfigError, "bad port in --base-url: " + port);
-    t.port = static_cast<int>(p);
-  }
-  t.host_is_ip = dns::is_ip_literal(t.host);
-  return t;
-}
 
 CheckContext::CheckContext(Target target, api::Endpoint endpoint, Ports ports)
     : target_(std::move(target)),
@@ -283,10 +247,16 @@ std::optional<double> server_total_ms(const api::RequestSample& s) {
   return *s.total_ms - before_sent_ms(s);
 }
 
-nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& label) {
-  nlohmann::json j = api::to_json(s);
-  j["label"] = label;
+nlohmann::json to_json(const LabelledSample& s) {
+  nlohmann::json j = api::to_json(s.sample);
+  j["label"] = s.label;
   return j;
+}
+
+nlohmann::json samples_json(const CheckResult& r) {
+  nlohmann::json out = r.samples.is_array() ? r.samples : nlohmann::json::array();
+  for (const auto& s : r.requests) out.push_back(to_json(s));
+  return out;
 }
 
 std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req, const nlohmann::json& label) {
@@ -299,7 +269,7 @@ std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req,
   }
   api::RequestSample s = std::move(r->front());
   streak_.record(s);
-  out_.samples.push_back(sample_json(s, label));
+  out_.requests.push_back({s, label});
   if (!s.ok) ++failures_;
   if (streak_.stop()) {  // the check ends here instead of hammering a failing endpoint
     out_.fail(streak_.error());

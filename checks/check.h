@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/chat.h"
+#include "api/target.h"
 #include "checks/ports.h"
 #include "core/clock.h"
 #include "core/names.h"
@@ -28,6 +29,14 @@ enum class Explains {
   PerOutputToken,  // the difference times the typical request's output tokens after the first
 };
 
+// What a metric is of the typical request (the baseline's target model): compare prices a
+// layer's difference on that request.
+enum class Typical {
+  None,
+  EndToEnd,      // its end-to-end time
+  OutputTokens,  // its output tokens
+};
+
 // What readers other than rules do with a metric, declared with it so that none spells its name.
 struct MetricTags {
   const char* layer = nullptr;  // compare shows it as this layer of a request
@@ -35,6 +44,8 @@ struct MetricTags {
   Explains explains = Explains::Nothing;
   bool history = false;         // --history keeps it, for trends and the past week's comparison
   const char* slo = nullptr;    // the short name --slo accepts for it
+  Typical typical = Typical::None;
+  const char* column = nullptr;  // `infdoctor history` shows it in its runs table under this heading
 };
 
 struct MetricInfo {
@@ -83,12 +94,21 @@ std::string cell(double v, const char* unit = "");
 std::string cell(const std::optional<double>& v, const char* unit = "");
 std::string cell(const nlohmann::json& v, const char* unit = "");
 
+struct LabelledSample {
+  api::RequestSample sample;
+  nlohmann::json label;
+};
+
 struct CheckResult {
   std::string id;
   CheckStatus status = CheckStatus::Ok;
   std::string reason;  // why skipped or failed; empty when ok
   std::string error;   // stable token of the failure kind
   std::map<std::string, double> metrics;  // "<quantity>_<unit>" without the check id
+  // Model requests, typed until results.json is written, each with what the check varied
+  // (`label`: gap, prompt size, streams, ...).
+  std::vector<LabelledSample> requests;
+  // The network probes' own samples (lookups, connects, hops, GETs), as the check wrote them.
   nlohmann::json samples = nlohmann::json::array();
   nlohmann::json details = nlohmann::json::object();  // what the plots and other tools read
   std::vector<Table> tables;
@@ -158,14 +178,8 @@ Cost cost_of(const std::vector<Step>& steps);
 // A number as plans and messages print it: 30, 0.5, 1e+06.
 std::string format_number(double v);
 
-struct Target {
-  std::string base_url;
-  std::string scheme;  // http or https
-  std::string host;    // without brackets
-  int port = 0;
-  bool host_is_ip = false;
-};
-core::Result<Target> parse_target(const std::string& base_url);
+using api::Target;
+using api::parse_target;
 
 // Stops a check that keeps failing instead of hammering the provider: after `limit` failed
 // requests in a row, stop() is true and error() says what kept failing.
@@ -253,8 +267,10 @@ class CheckContext {
 std::optional<double> server_ttft_ms(const api::RequestSample& s);
 // The same for the end of the stream (last content event), or the whole non-streamed response.
 std::optional<double> server_total_ms(const api::RequestSample& s);
-// A request sample for results.json, with what the check varied (`label`: gap, prompt size, ...).
-nlohmann::json sample_json(const api::RequestSample& s, const nlohmann::json& label);
+// A model request as results.json holds it: the sample's fields and its `label`.
+nlohmann::json to_json(const LabelledSample& s);
+// The samples of results.json: a check's probe samples, then its model requests.
+nlohmann::json samples_json(const CheckResult& r);
 
 
 class Check {

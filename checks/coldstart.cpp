@@ -28,7 +28,7 @@ const CheckInfo kInfo{
      {"coldstart.first_request_ttft_ms", "ms", "TTFT of the run's first model request"},
      {"coldstart.first_request_penalty_ms", "ms", "first request's TTFT minus the baseline median"},
      {"coldstart.penalty_ms", "ms", "median TTFT excess over the baseline after the cold gaps",
-      {.layer = "cold start after idle", .per = "requests after idle", .history = true, .slo = "cold_start_penalty_ms"}},
+      {.layer = "cold start after idle", .per = "requests after idle", .history = true, .slo = "cold_start_penalty_ms", .column = "cold ms"}},
      {"coldstart.threshold_s", "s", "shortest idle gap after which TTFT jumped"},
      {"coldstart.threshold_low_s", "s", "longest shorter gap after which it did not"},
      {"coldstart.cold_gaps_count", "count", "idle gaps after which TTFT jumped"},
@@ -117,7 +117,8 @@ class ColdstartCheck final : public Check {
     out.details["margin_ms"] = margin;
     out.set("gaps_count", measured);
     out.set("cold_gaps_count", static_cast<double>(excess_cold.size()));
-    out.set("samples_count", static_cast<double>(out.samples.size()));
+    out.set("samples_count", static_cast<double>(std::count_if(out.requests.begin(), out.requests.end(),
+                                                               [](const LabelledSample& r) { return r.sample.ok; })));
     if (threshold) {
       out.set("threshold_s", *threshold);
       out.set("penalty_ms", *stats::median(excess_cold));

@@ -89,7 +89,7 @@ class ConcurrencyCheck final : public Check {
         level.makespan_ms += core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
         int failed_here = 0;
         for (const auto& s : r.value()) {
-          out.samples.push_back(sample_json(s, {{"streams", level.streams}, {"round", round}}));
+          out.requests.push_back({s, {{"streams", level.streams}, {"round", round}}});
           if (!s.ok) {
             ++failed_here;
             if (s.http_status == 429) ++rate_limited;

@@ -31,6 +31,12 @@ std::vector<MetricInfo> all_metrics() {
   return out;
 }
 
+std::string typical_metric(Typical t) {
+  for (const auto& m : all_metrics())
+    if (m.tags.typical == t) return m.name;
+  return {};
+}
+
 const CheckInfo* find_info(const std::string& id) {
   // Each check's kInfo is a static of its file: the pointer outlives the check made to find it.
   for (const auto& e : registry())

@@ -23,6 +23,8 @@ const std::vector<CheckEntry>& registry();
 std::vector<MetricInfo> all_metrics();
 // The declaration of the check `id`, or nullptr for an id no check has (results from elsewhere).
 const CheckInfo* find_info(const std::string& id);
+// The name of the declared metric with this role for the typical request; empty when none.
+std::string typical_metric(Typical t);
 // What the run counts over all checks' model requests ("run.failed_count").
 const std::vector<MetricInfo>& run_metrics();
 

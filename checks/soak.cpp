@@ -57,7 +57,7 @@ class SoakCheck final : public Check {
     while (next < end && !loop.stopped() && ctx.before_deadline()) {
       if (!ctx.idle_until(next)) break;
       next += std::chrono::milliseconds(interval_ms_);
-      ctx.progress("soak: request " + std::to_string(out.samples.size() + 1));
+      ctx.progress("soak: request " + std::to_string(out.requests.size() + 1));
       api::ChatRequest req;
       req.model = ctx.models().target;
       req.prompt = api::synthetic_prompt(prompt_tokens_);

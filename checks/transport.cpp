@@ -30,7 +30,7 @@ const CheckInfo kInfo{
      {"transport.tls_p50_ci_high_ms", "ms", "95 % interval of the median TLS handshake, high end"},
      {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
      {"transport.ttfb_p50_ms", "ms", "median time to first byte from the request's start, fresh connections",
-      {.history = true}},
+      {.history = true, .column = "TTFB p50"}},
      {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections",
       {.layer = "server wait (first byte)", .per = "every request"}},
      {"transport.server_wait_p50_ci_low_ms", "ms", "95 % interval of the median server wait, low end"},
@@ -102,10 +102,10 @@ class TransportCheck final : public Check {
         http_status = r.http_status;
         http_version = r.http_version;
         if (r.tls) tls_info = r.tls;
-        if (r.times.connect && r.times.namelookup) connect.push_back(core::to_ms(*r.times.connect - *r.times.namelookup));
-        if (r.is_tls && r.times.appconnect && r.times.connect) tls.push_back(core::to_ms(*r.times.appconnect - *r.times.connect));
-        if (r.ttfb()) ttfb.push_back(core::to_ms(*r.ttfb()));
-        if (r.ttfb() && r.times.pretransfer) wait.push_back(core::to_ms(*r.ttfb() - *r.times.pretransfer));
+        if (auto v = r.connect_phase()) connect.push_back(core::to_ms(*v));
+        if (auto v = r.tls_phase()) tls.push_back(core::to_ms(*v));
+        if (auto v = r.ttfb()) ttfb.push_back(core::to_ms(*v));
+        if (auto v = r.server_wait()) wait.push_back(core::to_ms(*v));
       }
       // One kept-alive connection: the first request opens it, the rest should reuse it.
       const std::unique_ptr<HttpPort> keep = ctx.http().separate();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "api/flavour.h"
+#include "api/target.h"
 #include "core/redact.h"
 
 namespace infdoctor::api {
@@ -42,8 +43,8 @@ core::Result<Endpoint> make_endpoint(const EndpointSpec& f) {
       return core::make_error(ErrorCode::InvalidArgument, "--preset " + preset->name + " has no default base URL: " + preset->note);
     return core::make_error(ErrorCode::InvalidArgument, "no endpoint: give --base-url or --preset, or set OPENAI_BASE_URL");
   }
-  if (ep.base_url.rfind("http://", 0) != 0 && ep.base_url.rfind("https://", 0) != 0)
-    return core::make_error(ErrorCode::InvalidArgument, "--base-url must start with http:// or https://");
+  if (auto t = parse_target(ep.base_url); !t.ok())
+    return core::make_error(ErrorCode::InvalidArgument, t.error().message, t.error().detail);
   if (!(f.timeout_s > 0 && f.timeout_s <= 86400))
     return core::make_error(ErrorCode::InvalidArgument, "--timeout must lie in (0, 86400] seconds");
   if (!(f.connect_timeout_s > 0 && f.connect_timeout_s <= 86400))

@@ -10,11 +10,6 @@ std::optional<double> ms(const std::optional<core::Micros>& us) {
   return core::to_ms(*us);
 }
 
-std::optional<double> diff_ms(const std::optional<core::Micros>& later, const std::optional<core::Micros>& earlier) {
-  if (!later || !earlier || *later < *earlier) return std::nullopt;
-  return core::to_ms(*later - *earlier);
-}
-
 std::string request_id_of(const http::Response& r) {
   for (const char* name : {"x-request-id", "request-id", "x-amzn-requestid", "apim-request-id", "cf-ray"})
     if (auto v = r.header(name)) return *v;
@@ -43,16 +38,12 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.bytes_sent = r.bytes_sent;
   s.bytes_received = r.bytes_received;
   for (const auto& [k, v] : r.headers) s.headers[k] = v;
-  if (!r.connection_reused) {
-    s.dns_ms = ms(r.times.namelookup);
-    s.connect_ms = diff_ms(r.times.connect, r.times.namelookup);
-    if (r.is_tls) s.tls_ms = diff_ms(r.times.appconnect, r.times.connect);
-  }
+  s.dns_ms = ms(r.dns_phase());
+  s.connect_ms = ms(r.connect_phase());
+  s.tls_ms = ms(r.tls_phase());
   s.ttfb_ms = ms(r.ttfb());
   s.request_sent_ms = ms(r.request_out_at);
-  // From the request leaving, on our own clock; libcurl's pretransfer counts from its own start,
-  // which on a reused connection lies after the time a transfer waited behind its siblings.
-  s.server_wait_ms = r.request_out_at ? diff_ms(r.ttfb(), r.request_out_at) : diff_ms(r.ttfb(), r.times.pretransfer);
+  s.server_wait_ms = ms(r.server_wait());
   s.transfer_ms = ms(r.times.total);
   s.client_start_lag_ms = ms(r.start_lag);
   s.ok = true;
@@ -130,53 +121,94 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   return s;
 }
 
+namespace {
+
+// Every field of a sample with its name in results.json and samples.jsonl: the one list both
+// directions read. `f(name, member)` is called for each, in this order.
+template <class Sample, class F>
+void visit_fields(Sample& s, F&& f) {
+  f("started_at", s.started_at);
+  f("model", s.model);
+  f("ok", s.ok);
+  f("error", s.error);
+  f("error_message", s.error_message);
+  f("failed_phase", s.failed_phase);
+  f("http_status", s.http_status);
+  f("http_version", s.http_version);
+  f("request_id", s.request_id);
+  f("remote_ip", s.remote_ip);
+  f("connection_reused", s.connection_reused);
+  f("dns_ms", s.dns_ms);
+  f("connect_ms", s.connect_ms);
+  f("tls_ms", s.tls_ms);
+  f("request_sent_ms", s.request_sent_ms);
+  f("server_wait_ms", s.server_wait_ms);
+  f("ttfb_ms", s.ttfb_ms);
+  f("first_event_ms", s.first_event_ms);
+  f("ttft_ms", s.ttft_ms);
+  f("total_ms", s.total_ms);
+  f("transfer_ms", s.transfer_ms);
+  f("tpot_ms", s.tpot_ms);
+  f("output_tokens_per_s", s.output_tokens_per_s);
+  f("events_per_token", s.events_per_token);
+  f("prompt_tokens", s.prompt_tokens);
+  f("output_tokens", s.output_tokens);
+  f("tokens_from_usage", s.tokens_from_usage);
+  f("events_count", s.events);
+  f("content_events_count", s.content_events);
+  f("content_arrivals_count", s.content_arrivals);
+  f("malformed_events_count", s.malformed_events);
+  f("itl_ms", s.itl_ms);
+  f("finish_reason", s.finish_reason);
+  f("bytes_sent", s.bytes_sent);
+  f("bytes_received", s.bytes_received);
+  f("headers", s.headers);
+  f("server_timings", s.server_timings);
+  f("client_parse_ms", s.client_parse_ms);
+  f("client_start_lag_ms", s.client_start_lag_ms);
+}
+
+template <class T>
+nlohmann::json value_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+template <class T>
+nlohmann::json value_json(const T& v) {
+  return nlohmann::json(v);
+}
+
+// Reads one field; null or absent leaves the default. A value of the wrong type throws
+// nlohmann's type_error, which sample_from_json turns into its error.
+template <class T>
+void read_value(const nlohmann::json& j, std::optional<T>& v) {
+  v = j.get<T>();
+}
+template <class T>
+void read_value(const nlohmann::json& j, T& v) {
+  v = j.get<T>();
+}
+
+}  // namespace
+
 nlohmann::json to_json(const RequestSample& s) {
-  auto opt = [](const auto& v) -> nlohmann::json {
-    if (v) return *v;
-    return nullptr;
-  };
-  nlohmann::json j = {
-      {"started_at", s.started_at},
-      {"model", s.model},
-      {"ok", s.ok},
-      {"error", s.ok ? nlohmann::json(nullptr) : nlohmann::json(s.error)},
-      {"error_message", s.ok ? nlohmann::json(nullptr) : nlohmann::json(s.error_message)},
-      {"failed_phase", s.ok ? nlohmann::json(nullptr) : nlohmann::json(s.failed_phase)},
-      {"http_status", s.http_status},
-      {"http_version", s.http_version},
-      {"request_id", s.request_id},
-      {"remote_ip", s.remote_ip},
-      {"connection_reused", s.connection_reused},
-      {"dns_ms", opt(s.dns_ms)},
-      {"connect_ms", opt(s.connect_ms)},
-      {"tls_ms", opt(s.tls_ms)},
-      {"request_sent_ms", opt(s.request_sent_ms)},
-      {"server_wait_ms", opt(s.server_wait_ms)},
-      {"ttfb_ms", opt(s.ttfb_ms)},
-      {"first_event_ms", opt(s.first_event_ms)},
-      {"ttft_ms", opt(s.ttft_ms)},
-      {"total_ms", opt(s.total_ms)},
-      {"transfer_ms", opt(s.transfer_ms)},
-      {"tpot_ms", opt(s.tpot_ms)},
-      {"output_tokens_per_s", opt(s.output_tokens_per_s)},
-      {"events_per_token", opt(s.events_per_token)},
-      {"prompt_tokens", opt(s.prompt_tokens)},
-      {"output_tokens", opt(s.output_tokens)},
-      {"tokens_from_usage", s.tokens_from_usage},
-      {"events_count", s.events},
-      {"content_events_count", s.content_events},
-      {"content_arrivals_count", s.content_arrivals},
-      {"malformed_events_count", s.malformed_events},
-      {"itl_ms", s.itl_ms},
-      {"finish_reason", s.finish_reason},
-      {"bytes_sent", s.bytes_sent},
-      {"bytes_received", s.bytes_received},
-      {"headers", s.headers},
-      {"server_timings", s.server_timings},
-      {"client_parse_ms", s.client_parse_ms},
-      {"client_start_lag_ms", opt(s.client_start_lag_ms)},
-  };
+  nlohmann::json j = nlohmann::json::object();
+  visit_fields(s, [&](const char* name, const auto& v) { j[name] = value_json(v); });
+  if (s.ok)  // what failed is unmeasured, not empty, on a request that did not fail
+    for (const char* name : {"error", "error_message", "failed_phase"}) j[name] = nullptr;
   return j;
+}
+
+core::Result<RequestSample> sample_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return core::make_error(core::ErrorCode::ConfigError, "a request sample is not an object");
+  RequestSample s;
+  try {
+    visit_fields(s, [&](const char* name, auto& v) {
+      if (auto it = j.find(name); it != j.end() && !it->is_null()) read_value(*it, v);
+    });
+  } catch (const nlohmann::json::exception& e) {
+    return core::make_error(core::ErrorCode::ConfigError, "a request sample is malformed", e.what());
+  }
+  return s;
 }
 
 }  // namespace infdoctor::api

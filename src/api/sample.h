@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/openai.h"
+#include "core/result.h"
 #include "http/client.h"
 
 namespace infdoctor::api {
@@ -55,5 +56,7 @@ RequestSample make_sample(const http::Response& resp, const ChatStream* stream, 
                           Flavour flavour = Flavour::OpenAI);
 
 nlohmann::json to_json(const RequestSample& s);
+// A sample as to_json wrote it (results.json, samples.jsonl); a field of the wrong type is an error.
+core::Result<RequestSample> sample_from_json(const nlohmann::json& j);
 
 }  // namespace infdoctor::api

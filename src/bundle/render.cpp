@@ -27,13 +27,6 @@ checks::CheckResult* find_mut(run::RunResult& r, const std::string& id) {
   return nullptr;
 }
 
-std::optional<double> metric(const run::RunResult& r, const std::string& name) {
-  const auto m = run::flatten_metrics(r);
-  auto it = m.find(name);
-  if (it == m.end()) return std::nullopt;
-  return it->second;
-}
-
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -68,37 +61,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-struct Row {
-  std::string at, check, model, id, status;
-  double ttft = -1, total = -1;
-};
-
-std::vector<Row> slowest(const run::RunResult& r, std::size_t n) {
-  std::vector<Row> rows;
-  for (const auto& c : r.checks) {
-    for (const auto& s : c.samples) {
-      if (!s.is_object() || !s.contains("request_id")) continue;
-      Row row;
-      auto text = [&](const char* key) {
-        const json v = s.value(key, json());
-        return v.is_string() ? v.get<std::string>() : std::string();
-      };
-      row.at = text("started_at");
-      row.check = c.id;
-      row.model = text("model");
-      row.id = text("request_id");
-      const json ok = s.value("ok", json()), error = s.value("error", json()), ttft = s.value("ttft_ms", json()),
-                 total = s.value("total_ms", json());
-      row.status = ok == true ? "ok" : error.is_string() ? error.get<std::string>() : "failed";
-      if (ttft.is_number()) row.ttft = ttft.get<double>();
-      if (total.is_number()) row.total = total.get<double>();
-      rows.push_back(row);
-    }
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return std::max(a.ttft, a.total) > std::max(b.ttft, b.total); });
-  if (rows.size() > n) rows.resize(n);
-  return rows;
-}
 
 // A small SVG chart: axes with ticks, one or more series as lines or points.
 struct Series {
@@ -207,7 +169,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   o << (ctx.partial ? ". **The run was interrupted: this bundle holds what was measured until then.**" : ".") << "\n\n";
   o << "## Symptom\n\n";
   auto line = [&](const char* label, const std::string& name) {
-    if (auto v = metric(r, name)) o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
+    if (auto v = run::metric(r, name)) o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
   };
   line("Time to first token, short prompt, median", "baseline.ttft_p50_ms");
   line("Time per output token, median", "baseline.tpot_p50_ms");
@@ -232,13 +194,13 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
     o << "\n## Questions for the provider\n\n";
     for (const auto& q : questions) o << "- " << q << "\n";
   }
-  const auto rows = slowest(r, 10);
+  const auto rows = run::slowest_requests(r, 10);
   if (!rows.empty()) {
     o << "\n## Slowest requests\n\n| started (UTC) | check | model | request id | TTFT ms | total ms | status |\n|---|---|---|---|---|---|---|\n";
-    for (const auto& row : rows)
-      o << "| " << row.at << " | " << row.check << " | " << row.model << " | `" << row.id << "` | "
-        << (row.ttft >= 0 ? fmt("%.1f", row.ttft) : "-") << " | " << (row.total >= 0 ? fmt("%.1f", row.total) : "-") << " | "
-        << row.status << " |\n";
+    for (const auto& [check, s] : rows)
+      o << "| " << s->started_at << " | " << check->id << " | " << md_cell(s->model) << " | `" << md_cell(s->request_id) << "` | "
+        << (s->ttft_ms ? fmt("%.1f", *s->ttft_ms) : "-") << " | " << (s->total_ms ? fmt("%.1f", *s->total_ms) : "-") << " | "
+        << (s->ok ? "ok" : s->error.empty() ? "failed" : s->error) << " |\n";
   }
   o << "\n## How to reproduce\n\n- `sh repro.sh` sends the same kind of request with curl; it reads the API key from `$"
     << ctx.api_key_env << "`.\n- The run itself: `" << ctx.command_line << "`\n";
@@ -325,9 +287,9 @@ std::string render_html(const run::RunResult& r) {
       // TTFT against prompt tokens, with the fit.
       Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
       if (auto* c = find_mut(rc, "sweep")) {
-        for (auto& s : c->samples)
-          if (s.value("label", json::object()).value("sweep", "") == "prefill" && s["ttft_ms"].is_number() && s["prompt_tokens"].is_number())
-            pts.points.emplace_back(s["prompt_tokens"].get<double>(), s["ttft_ms"].get<double>());
+        for (const auto& [s, label] : c->requests)
+          if (label.is_object() && label.value("sweep", "") == "prefill" && s.ttft_ms && s.prompt_tokens)
+            pts.points.emplace_back(static_cast<double>(*s.prompt_tokens), *s.ttft_ms);
         auto slope = c->metrics.find("prefill_ms_per_token"), icpt = c->metrics.find("prefill_overhead_ms");
         if (slope != c->metrics.end() && icpt != c->metrics.end() && !pts.points.empty()) {
           const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
@@ -378,11 +340,11 @@ std::string render_html(const run::RunResult& r) {
 
   // Per-phase breakdown of a typical request.
   std::vector<std::pair<std::string, double>> bars;
-  const auto total = metric(r, "baseline.total_p50_ms"), first = metric(r, "baseline.ttft_p50_ms");
+  const auto total = run::metric(r, "baseline.total_p50_ms"), first = run::metric(r, "baseline.ttft_p50_ms");
   for (const auto& [name, v] : std::vector<std::pair<std::string, std::optional<double>>>{
-           {"DNS", metric(r, "dns.p50_ms")},
-           {"TCP connect", metric(r, "transport.connect_p50_ms")},
-           {"TLS", metric(r, "transport.tls_p50_ms")},
+           {"DNS", run::metric(r, "dns.p50_ms")},
+           {"TCP connect", run::metric(r, "transport.connect_p50_ms")},
+           {"TLS", run::metric(r, "transport.tls_p50_ms")},
            {"first token", first},
            {"generation", total && first ? std::optional<double>(*total - *first) : std::nullopt}})
     if (v) bars.emplace_back(name, *v);

@@ -455,6 +455,29 @@ bool is_kept_header(std::string_view n) {
   return n.rfind("x-ratelimit-", 0) == 0 || n.rfind("anthropic-ratelimit-", 0) == 0;
 }
 
+namespace {
+std::optional<Micros> between(const std::optional<Micros>& earlier, const std::optional<Micros>& later) {
+  if (!earlier || !later || *later < *earlier) return std::nullopt;
+  return *later - *earlier;
+}
+}  // namespace
+
+std::optional<Micros> Response::dns_phase() const {
+  return connection_reused ? std::nullopt : times.namelookup;
+}
+
+std::optional<Micros> Response::connect_phase() const {
+  return connection_reused ? std::nullopt : between(times.namelookup, times.connect);
+}
+
+std::optional<Micros> Response::tls_phase() const {
+  return connection_reused || !is_tls ? std::nullopt : between(times.connect, times.appconnect);
+}
+
+std::optional<Micros> Response::server_wait() const {
+  return between(request_out_at ? request_out_at : times.pretransfer, ttfb());
+}
+
 std::optional<std::string> Response::header(std::string_view lower_name) const {
   for (const auto& [k, v] : headers)
     if (k == lower_name) return v;

@@ -87,6 +87,16 @@ struct Response {
   // Time to first response byte: our own stamp, else libcurl's starttransfer (which for large
   // uploads marks the start of the body instead).
   std::optional<Micros> ttfb() const { return first_byte_at ? first_byte_at : times.starttransfer; }
+  // The phases of the request, computed here and nowhere else. DNS, connect and TLS are absent
+  // on a reused connection (libcurl reads them as zero there) and where the phase was not reached.
+  std::optional<Micros> dns_phase() const;
+  std::optional<Micros> connect_phase() const;
+  std::optional<Micros> tls_phase() const;
+  // From the request leaving to the first response byte: what the server (and the wire) took.
+  // It counts from our own stamp of the request written; libcurl's pretransfer, the fallback,
+  // counts from its transfer start, which on a shared connection lies after the time a transfer
+  // waited behind its siblings.
+  std::optional<Micros> server_wait() const;
 };
 
 // Retry-After (RFC 9110, section 10.2.3): delay-seconds or an HTTP-date; nothing when absent or

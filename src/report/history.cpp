@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "checks/registry.h"
 #include "core/strings.h"
 
 namespace infdoctor::report {
@@ -49,16 +50,18 @@ nlohmann::json history_json(const std::vector<history::RunRecord>& runs) {
 std::string render_history(const std::string& file, int schema, const std::vector<history::RunRecord>& runs) {
   std::string out;
   core::appendf(out, "%s: %zu run(s), schema %d\n\n", file.c_str(), runs.size(), schema);
-  core::appendf(out, "%-20s %-5s %9s %9s %9s %9s  %-28s %s\n", "started (UTC)", "exit", "TTFT p50", "TPOT p50", "TTFB p50",
-              "cold ms", "top finding", "endpoint");
+  // The columns are the metrics declared with one (MetricTags::column), in run order.
+  std::vector<checks::MetricInfo> columns;
+  for (const auto& m : checks::all_metrics())
+    if (m.tags.column) columns.push_back(m);
+  core::appendf(out, "%-20s %-5s", "started (UTC)", "exit");
+  for (const auto& c : columns) core::appendf(out, " %9s", c.tags.column);
+  core::appendf(out, "  %-28s %s\n", "top finding", "endpoint");
   for (const auto& r : runs) {
-    core::appendf(out, "%-20.19s %-5s %9s %9s %9s %9s  %-28s %s %s\n", r.started_at.c_str(),
-                (std::to_string(r.exit_code) + (r.partial ? "*" : "")).c_str(),
-                cell(r.metrics, "baseline.ttft_p50_ms", "%.0f").c_str(),
-                cell(r.metrics, "baseline.tpot_p50_ms", "%.1f").c_str(),
-                cell(r.metrics, "transport.ttfb_p50_ms", "%.0f").c_str(),
-                cell(r.metrics, "coldstart.penalty_ms", "%.0f").c_str(),
-                r.top_finding.empty() ? "(healthy)" : r.top_finding.c_str(), r.target.c_str(), r.model.c_str());
+    core::appendf(out, "%-20.19s %-5s", r.started_at.c_str(), (std::to_string(r.exit_code) + (r.partial ? "*" : "")).c_str());
+    for (const auto& c : columns) core::appendf(out, " %9s", cell(r.metrics, c.name.c_str(), "%.1f").c_str());
+    core::appendf(out, "  %-28s %s %s\n", r.top_finding.empty() ? "(healthy)" : r.top_finding.c_str(), r.target.c_str(),
+                  r.model.c_str());
   }
   core::appendf(out, "\ntrends, oldest to newest (first, last, median):\n");
   for (const auto& name : history::kept_metrics()) {

@@ -34,9 +34,10 @@ Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::str
   Comparison c;
   c.name_a = name_a;
   c.name_b = name_b;
-  c.total_a = get(ma, "baseline.total_p50_ms");
-  c.total_b = get(mb, "baseline.total_p50_ms");
-  const auto out_tokens = get(ma, "baseline.output_tokens_p50_count");
+  const std::string total = checks::typical_metric(checks::Typical::EndToEnd);
+  c.total_a = get(ma, total);
+  c.total_b = get(mb, total);
+  const auto out_tokens = get(ma, checks::typical_metric(checks::Typical::OutputTokens));
   // The layers are the metrics their checks tag with one, in run order.
   for (const auto& m : checks::all_metrics()) {
     if (!m.tags.layer) continue;
@@ -192,35 +193,15 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
   o << "- The request IDs of every measured request are in the runs' samples.jsonl; please look them up.\n\n";
   // The slower side's slowest requests, for the provider's own logs.
   const RunResult& slow_run = (b_slower || c.slower.empty()) ? b : a;
-  struct Slow {
-    double total_ms;
-    std::string id, at, check;
-    double ttft_ms;
-  };
-  std::vector<Slow> slowest;
-  for (const auto& chk : slow_run.checks) {
-    if (!chk.samples.is_array()) continue;
-    for (const auto& smp : chk.samples) {
-      if (!smp.is_object() || !smp.value("ok", false)) continue;
-      const auto total = smp.find("total_ms");
-      const auto id = smp.find("request_id");
-      if (total == smp.end() || !total->is_number() || id == smp.end() || !id->is_string() || id->get<std::string>().empty())
-        continue;
-      const auto at = smp.find("started_at");
-      const auto ttft = smp.find("ttft_ms");
-      slowest.push_back({total->get<double>(), id->get<std::string>(),
-                         at != smp.end() && at->is_string() ? at->get<std::string>() : "", chk.id,
-                         ttft != smp.end() && ttft->is_number() ? ttft->get<double>() : NAN});
-    }
-  }
-  std::sort(slowest.begin(), slowest.end(), [](const Slow& x, const Slow& y) { return x.total_ms > y.total_ms; });
+  const auto slowest = slowest_requests(slow_run, 5, [](const api::RequestSample& s) {
+    return s.ok && s.total_ms && !s.request_id.empty();
+  });
   if (!slowest.empty()) {
     o << "## The slowest requests on " << slow << "\n\n| request id | started (UTC) | check | first token ms | total ms |\n"
       << "|---|---|---|---|---|\n";
-    for (std::size_t i = 0; i < std::min<std::size_t>(5, slowest.size()); ++i)
-      o << "| " << slowest[i].id << " | " << slowest[i].at << " | " << slowest[i].check << " | "
-        << num(std::isnan(slowest[i].ttft_ms) ? std::nullopt : std::optional<double>(slowest[i].ttft_ms), "%.0f") << " | "
-        << num(slowest[i].total_ms, "%.0f") << " |\n";
+    for (const auto& [check, s] : slowest)
+      o << "| " << s->request_id << " | " << s->started_at << " | " << check->id << " | " << num(s->ttft_ms, "%.0f") << " | "
+        << num(s->total_ms, "%.0f") << " |\n";
     o << "\n";
   }
   o << "Each side's full evidence bundle is in its own directory (" << c.name_a << "/, " << c.name_b

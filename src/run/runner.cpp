@@ -129,21 +129,19 @@ nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
   int requests = 0;
   std::vector<int> seen(preset.signals.size(), 0);
   for (const auto& c : r.checks) {
-    if (!c.samples.is_array()) continue;
-    for (const auto& s : c.samples) {
-      if (!s.is_object() || !s.value("ok", false) || !s.contains("headers")) continue;  // model requests only
+    for (const auto& [s, _] : c.requests) {
+      if (!s.ok) continue;
       ++requests;
-      const auto& h = s["headers"];
       for (std::size_t i = 0; i < preset.signals.size(); ++i) {
         const std::string& sig = preset.signals[i];
         bool has = false;
         if (sig == "timings") {
-          has = s.contains("server_timings") && s["server_timings"].is_object() && !s["server_timings"].empty();
-        } else if (h.is_object() && !sig.empty() && sig.back() == '*') {
+          has = s.server_timings.is_object() && !s.server_timings.empty();
+        } else if (!sig.empty() && sig.back() == '*') {
           const std::string prefix = sig.substr(0, sig.size() - 1);
-          for (const auto& [k, _] : h.items()) has = has || k.rfind(prefix, 0) == 0;
-        } else if (h.is_object()) {
-          has = h.contains(sig);
+          for (const auto& [k, _v] : s.headers) has = has || k.rfind(prefix, 0) == 0;
+        } else {
+          has = s.headers.count(sig) > 0;
         }
         if (has) ++seen[i];
       }
@@ -155,12 +153,41 @@ nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
   return {{"name", preset.name}, {"flavour", api::flavour_name(preset.flavour)}, {"requests", requests}, {"signals", signals}};
 }
 
+std::vector<RequestRef> slowest_requests(const RunResult& r, std::size_t n,
+                                         const std::function<bool(const api::RequestSample&)>& keep) {
+  std::vector<RequestRef> out;
+  for (const auto& c : r.checks)
+    for (const auto& req : c.requests)
+      if (!keep || keep(req.sample)) out.push_back({&c, &req.sample});
+  const auto took = [](const RequestRef& x) {
+    return std::max(x.sample->ttft_ms.value_or(-1), x.sample->total_ms.value_or(-1));
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const RequestRef& a, const RequestRef& b) { return took(a) > took(b); });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
 std::map<std::string, double> flatten_metrics(const RunResult& r) {
   std::map<std::string, double> out = r.run_metrics;
   out.insert(r.history_metrics.begin(), r.history_metrics.end());
   for (const auto& c : r.checks)
     for (const auto& [k, v] : c.metrics) out[c.id + "." + k] = v;
   return out;
+}
+
+std::optional<double> metric(const RunResult& r, const std::string& name) {
+  const auto in = [&](const std::map<std::string, double>& m, const std::string& key) -> std::optional<double> {
+    auto it = m.find(key);
+    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string owner = name.substr(0, dot);
+  if (owner == "run") return in(r.run_metrics, name);
+  if (owner == "history") return in(r.history_metrics, name);
+  for (const auto& c : r.checks)
+    if (c.id == owner) return in(c.metrics, name.substr(dot + 1));
+  return std::nullopt;
 }
 
 std::vector<std::string> known_metrics() {
@@ -274,7 +301,14 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
       if (c.at("error").is_string()) cr.error = c.at("error").get<std::string>();
       for (const auto& [k, v] : c.at("metrics").items())
         if (v.is_number()) cr.metrics[k] = v.get<double>();
-      cr.samples = c.value("samples", nlohmann::json::array());
+      // Model requests (they name their model) come back typed; a malformed one, and every
+      // network probe's sample, stays as it was written.
+      for (const auto& smp : c.value("samples", nlohmann::json::array())) {
+        auto typed = smp.is_object() && smp.contains("model") ? api::sample_from_json(smp)
+                                                               : core::Result<api::RequestSample>(core::make_error(core::ErrorCode::ConfigError, "not a model request"));
+        if (typed.ok()) cr.requests.push_back({std::move(typed.value()), smp.value("label", nlohmann::json())});
+        else cr.samples.push_back(smp);
+      }
       cr.details = c.value("details", nlohmann::json::object());
       if (auto t = c.find("tables"); t != c.end() && t->is_array())
         for (const auto& table : *t) cr.tables.push_back(checks::table_from_json(table));

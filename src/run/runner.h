@@ -1,5 +1,6 @@
 #pragma once
 // Runs the chosen checks in registry order against one target and keeps every result.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,21 @@ struct RunResult {
 // How many of the run's model requests carried each signal the preset expects.
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r);
 
+// A model request of the run and the check that sent it.
+struct RequestRef {
+  const checks::CheckResult* check;
+  const api::RequestSample* sample;
+};
+// The run's model requests that `keep` accepts (all when empty), slowest first by the later of
+// first token and end-to-end, at most `n`.
+std::vector<RequestRef> slowest_requests(const RunResult& r, std::size_t n,
+                                         const std::function<bool(const api::RequestSample&)>& keep = {});
+
 // The metrics as rules name them: "<check>.<metric>" and "run.<metric>".
 std::map<std::string, double> flatten_metrics(const RunResult& r);
+// One metric by the name rules use ("baseline.ttft_p50_ms", "run.failed_count"), without
+// flattening the run; nothing when it was not measured.
+std::optional<double> metric(const RunResult& r, const std::string& name);
 // Every name a rule may use: what the registry's checks declare, and the run's own.
 std::vector<std::string> known_metrics();
 

@@ -20,7 +20,7 @@ TEST_CASE("baseline: small model 10 ms per token, target 60 ms: the ratio comes 
   CHECK(test::metric(c, "small_samples_count") == 3);
   CHECK(test::metric(c, "ttft_p50_ci_low_ms") <= test::metric(c, "ttft_p50_ms"));
   CHECK(test::metric(c, "ttft_p50_ci_high_ms") >= test::metric(c, "ttft_p50_ms"));
-  CHECK(c.samples.size() == 6);
+  CHECK(c.requests.size() == 6);
 }
 
 TEST_CASE("baseline: without a small model there are no ratios, and it says why") {

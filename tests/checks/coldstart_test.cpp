@@ -34,7 +34,8 @@ TEST_CASE("coldstart: a penalty and an idle threshold drawn at random are found 
     });
     test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"coldstart.idle_gaps", "0,5,30,120,300"}}, "", {"m", ""}};
     setup.deadline = std::chrono::seconds(600);
-    setup.ports = {.model = &model, .clock = &clock};
+    setup.ports.model = &model;
+    setup.ports.clock = &clock;
     const auto c = test::run_check("coldstart", setup);
     REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
     CHECK(test::metric(c, "threshold_s") == gaps[k]);
@@ -52,7 +53,8 @@ TEST_CASE("coldstart: an idle gap longer than the check's deadline ends the chec
   test::ScriptedModel model(clock, [](const api::ChatRequest&, core::SteadyTime) { return test::answered(50, 50); });
   test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"coldstart.idle_gaps", "0,10,300"}}, "", {"m", ""}};
   setup.deadline = std::chrono::seconds(120);
-  setup.ports = {.model = &model, .clock = &clock};
+  setup.ports.model = &model;
+  setup.ports.clock = &clock;
   const auto start = clock.now();
   const auto c = test::run_check("coldstart", setup);
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);

@@ -97,7 +97,9 @@ TEST_CASE("dns: the run goes on after a failed lookup") {
   api::Endpoint ep;
   ep.base_url = "https://gone.lab.test/v1";
   run::Pacer pacer(core::real_clock(), 100);
-  checks::CheckContext ctx(target.value(), ep, {.model = &pacer});
+  checks::Ports ports;
+  ports.model = &pacer;
+  checks::CheckContext ctx(target.value(), ep, std::move(ports));
   const auto result = run::run_checks(plan, {&ctx, &pacer});
   REQUIRE(result.checks.size() == 3);
   CHECK(result.checks[0].error == "dns_nxdomain");

@@ -44,7 +44,8 @@ TEST_CASE("soak: a drift drawn at random over ten minutes is measured as that dr
     });
     test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"soak.minutes", "10"}, {"soak.interval_ms", "5000"}}, "", {"m", ""}};
     setup.deadline = std::chrono::seconds(900);
-    setup.ports = {.model = &model, .clock = &clock};
+    setup.ports.model = &model;
+    setup.ports.clock = &clock;
     const auto c = test::run_check("soak", setup);
     REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
     CHECK(test::metric(c, "samples_count") == 120);

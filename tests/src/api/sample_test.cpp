@@ -123,4 +123,37 @@ TEST_CASE("stream faults fail the sample but keep what was measured") {
   }
 }
 
+TEST_CASE("a sample read back from its JSON is the same sample, field for field") {
+  const auto t0 = core::SteadyClock::now();
+  http::Response r = ok_response(t0);
+  r.request_out_at = core::Micros(12000);
+  r.start_lag = core::Micros(300);
+  ChatStream cs;
+  cs.on_body(content_event("a"), t0 + 100ms);
+  cs.on_body(content_event("b"), t0 + 130ms);
+  cs.on_body("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":2}}\n\n", t0 + 140ms);
+  cs.finish();
+  RequestSample s = make_sample(r, &cs, "m");
+  s.server_timings = {{"prompt_ms", 3.5}};
+  const auto written = to_json(s);
+  const auto back = sample_from_json(written);
+  REQUIRE(back.ok());
+  CHECK(to_json(*back) == written);
+  CHECK(back->itl_ms == s.itl_ms);
+  CHECK(back->headers == s.headers);
+  // A failed one keeps what failed.
+  RequestSample failed;
+  failed.error = "timeout";
+  failed.error_message = "no byte for 30 s";
+  failed.failed_phase = "receive";
+  const auto failed_back = sample_from_json(to_json(failed));
+  REQUIRE(failed_back.ok());
+  CHECK(failed_back->error == "timeout");
+  CHECK(failed_back->failed_phase == "receive");
+  // Wrong types are an error naming the sample, never a throw.
+  CHECK_FALSE(sample_from_json({{"model", "m"}, {"ttft_ms", "slow"}}).ok());
+  CHECK_FALSE(sample_from_json({{"headers", {{"a", 1}}}}).ok());
+  CHECK_FALSE(sample_from_json(nlohmann::json::array()).ok());
+}
+
 }  // namespace infdoctor::api

@@ -18,7 +18,6 @@ TEST_CASE("report: unreadable check details and tables are named, the rest of th
   checks::CheckResult cold = checks::CheckResult::start("coldstart");
   cold.details = {{"gaps", {{{"gap_s", 1.0}}}}};  // a gap without its keys
   checks::CheckResult base = checks::CheckResult::start("baseline");
-  base.samples = {{{"request_id", 7}, {"ttft_ms", "slow"}, {"ok", "yes"}}};  // every field the wrong type
   // A table as results.json holds it, and one of the wrong shape (rows that are not lists of text).
   conc.tables.push_back(checks::table_from_json(
       {{"title", "concurrency: per level"}, {"columns", {"streams", "TTFT p50"}}, {"rows", nlohmann::json::array({nlohmann::json::array({"1", "40.0 ms"})})}}));
@@ -38,15 +37,47 @@ TEST_CASE("report: unreadable check details and tables are named, the rest of th
   CHECK_NOTHROW(bundle::render_summary(r, ctx));
 }
 
+TEST_CASE("results read back: a model request with fields of the wrong type stays as written, the rest are typed") {
+  api::RequestSample good;
+  good.ok = true;
+  good.model = "m";
+  good.ttft_ms = 41.5;
+  good.request_id = "req-1";
+  checks::CheckResult base = checks::CheckResult::start("baseline");
+  base.requests.push_back({good, {{"model", "target"}}});
+  run::RunResult r;
+  r.target.base_url = "https://api.example.com/v1";
+  r.checks.push_back(base);
+  nlohmann::json j = run::to_json(r);
+  auto& samples = j["checks"]["baseline"]["samples"];
+  REQUIRE(samples.size() == 1);
+  samples.push_back({{"model", "m"}, {"request_id", 7}, {"ttft_ms", "slow"}, {"ok", "yes"}});  // every field the wrong type
+  const auto back = run::from_json(j);
+  REQUIRE(back.ok());
+  const auto& c = back->checks.front();
+  REQUIRE(c.requests.size() == 1);
+  CHECK(c.requests[0].sample.ttft_ms == 41.5);
+  CHECK(c.requests[0].sample.request_id == "req-1");
+  CHECK(c.requests[0].label == nlohmann::json({{"model", "target"}}));
+  REQUIRE(c.samples.size() == 1);
+  CHECK(c.samples[0]["ttft_ms"] == "slow");
+  CHECK(checks::samples_json(c).size() == 2);  // written again, nothing lost
+  bundle::Context ctx;
+  CHECK_NOTHROW(bundle::render_summary(*back, ctx));
+  CHECK_NOTHROW(bundle::render_html(*back));
+}
+
 TEST_CASE("report: a preset's timing signals, seen and not seen, counted from the samples") {
   const api::Preset* openai = api::find_preset("openai");
   REQUIRE(openai != nullptr);
   run::RunResult r;
   r.target.base_url = "https://api.openai.com/v1";
   checks::CheckResult base = checks::CheckResult::start("baseline");
-  for (int i = 0; i < 3; ++i)
-    base.samples.push_back({{"ok", true}, {"headers", {{"openai-processing-ms", "12"}, {"x-request-id", "r"}}}});
-  base.samples.push_back({{"ok", false}, {"headers", nlohmann::json::object()}});  // failed: not counted
+  api::RequestSample answered;
+  answered.ok = true;
+  answered.headers = {{"openai-processing-ms", "12"}, {"x-request-id", "r"}};
+  for (int i = 0; i < 3; ++i) base.requests.push_back({answered, nullptr});
+  base.requests.push_back({api::RequestSample{}, nullptr});  // failed: not counted
   r.checks.push_back(base);
   r.preset = run::preset_signals(*openai, r);
   CHECK(r.preset["requests"] == 3);
