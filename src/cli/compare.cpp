@@ -86,15 +86,15 @@ int compare_with(const CompareOptions& o) {
 }  // namespace
 
 void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
-  auto o = std::make_shared<CompareOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "compare",
+  auto [cmd, o] = add_command<CompareOptions>(
+      app, chosen, "compare",
       "Run the checklist against two endpoints in one session, check by check in turn, and show layer by layer\n"
       "(DNS, path, connect, TLS, server wait, first token, prefill, decode, cold start, concurrency,\n"
       "serialization) both values, their ratio, whether they differ, and which layers explain the gap.\n"
       "Keys: key_env=VAR, else NAME_API_KEY, else the preset's variable.\n"
       "Exit codes: 0 within 5 % end to end, 1 one side is slower, 3 could not run.\n"
-      "Example: infdoctor compare --a old=https://a.example/v1,model=llama-70b --b new=https://b.example/v1,model=llama-70b --quick");
+      "Example: infdoctor compare --a old=https://a.example/v1,model=llama-70b --b new=https://b.example/v1,model=llama-70b --quick",
+      compare_with);
   cmd->add_option("--a", o->a, "NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR]: the first endpoint")->required();
   cmd->add_option("--b", o->b, "the second endpoint, the same way")->required();
   RunOptions& r = o->run;
@@ -115,7 +115,6 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--bundle", r.outputs.bundle,
                   "write a directory: each side's evidence bundle, comparison.json, and summary.md for the slower "
                   "provider");
-  cmd->callback([o, &chosen] { chosen = [o] { return compare_with(*o); }; });
 }
 
 }  // namespace infdoctor::cli

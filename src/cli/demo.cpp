@@ -73,16 +73,15 @@ int run_demo(const DemoOptions& o) {
 }  // namespace
 
 void add_demo_command(CLI::App& app, std::function<int()>& chosen) {
-  auto opts = std::make_shared<DemoOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo",
+  auto [cmd, opts] = add_command<DemoOptions>(
+      app, chosen, "demo",
       "Start the fake provider on loopback with a planted fault, run the quick checklist against it and print the\n"
-      "diagnosis. No API key, no network. --list-faults shows what can be planted and what must be found.");
+      "diagnosis. No API key, no network. --list-faults shows what can be planted and what must be found.",
+      run_demo);
   cmd->add_option("--fault", opts->fault, "the fault to plant")->capture_default_str();
   cmd->add_flag("--list-faults", opts->list, "list the faults and the diagnosis each must give");
   cmd->add_option("--bundle", opts->bundle, "write the evidence bundle to PATH (directory or .tar.gz)");
   cmd->add_option("--json", opts->json_out, "write results.json to FILE, or to stdout with '-'");
-  cmd->callback([opts, &chosen] { chosen = [opts] { return run_demo(*opts); }; });
 }
 
 }  // namespace infdoctor::cli

@@ -51,15 +51,14 @@ int run_rules_check(const std::string& dir) {
 }  // namespace
 
 void add_explain_command(CLI::App& app, std::function<int()>& chosen) {
-  auto opts = std::make_shared<ExplainOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "explain",
+  auto [cmd, opts] = add_command<ExplainOptions>(
+      app, chosen, "explain",
       "Re-apply the rules to saved results (a bundle directory, a .tar.gz bundle or a results.json) and print the\n"
-      "diagnosis again, without sending a request. With --rules DIR, newer or your own rules.");
+      "diagnosis again, without sending a request. With --rules DIR, newer or your own rules.",
+      run_explain);
   cmd->add_option("path", opts->path, "bundle directory, bundle .tar.gz or results.json")->required();
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
   cmd->add_flag("--json", opts->json, "print the diagnosis as JSON");
-  cmd->callback([opts, &chosen] { chosen = [opts] { return run_explain(*opts); }; });
 
   auto dir = std::make_shared<std::string>();
   CLI::App* rules = app.add_subcommand("rules", "Work with rule files.");

@@ -33,17 +33,16 @@ int show_history(const HistoryOptions& o) {
 }  // namespace
 
 void add_history_command(CLI::App& app, std::function<int()>& chosen) {
-  auto o = std::make_shared<HistoryOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "history",
+  auto [cmd, o] = add_command<HistoryOptions>(
+      app, chosen, "history",
       "List the runs kept by `infdoctor run --history FILE` and how each key metric trends.\n"
-      "Example: infdoctor history /var/lib/infdoctor/history.db --limit 50");
+      "Example: infdoctor history /var/lib/infdoctor/history.db --limit 50",
+      show_history);
   cmd->add_option("file", o->file, "the SQLite history file")->required();
   cmd->add_option("--limit", o->limit, "newest runs to show")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_option("--target", o->target, "only runs of this base URL (as the run recorded it, credentials removed)");
   cmd->add_option("--model", o->model, "only runs of this model (with --target)");
   cmd->add_flag("--json", o->json, "the runs as JSON on stdout");
-  cmd->callback([o, &chosen] { chosen = [o] { return show_history(*o); }; });
 }
 
 }  // namespace infdoctor::cli

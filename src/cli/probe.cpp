@@ -51,12 +51,12 @@ int run_probe(const ProbeOptions& o) {
 }  // namespace
 
 void add_probe_command(CLI::App& app, std::function<int()>& chosen) {
-  auto opts = std::make_shared<ProbeOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "probe",
+  auto [cmd, opts] = add_command<ProbeOptions>(
+      app, chosen, "probe",
       "Send one streamed chat request and show where its time went: DNS, connect, TLS, server wait, first token,\n"
       "generation; inter-token latency percentiles, output tokens per second, the request id.\n"
-      "Example: OPENAI_API_KEY=... infdoctor probe --base-url https://api.example.com/v1 --model my-model");
+      "Example: OPENAI_API_KEY=... infdoctor probe --base-url https://api.example.com/v1 --model my-model",
+      run_probe);
   add_endpoint_flags(*cmd, opts->endpoint);
   cmd->add_option("--model,-m", opts->model, "model to ask")->required();
   auto* prompt = cmd->add_option("--prompt", opts->prompt, "prompt text (default: a short greeting)");
@@ -67,7 +67,6 @@ void add_probe_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "print one JSON object instead of the table");
-  cmd->callback([opts, &chosen] { chosen = [opts] { return run_probe(*opts); }; });
 }
 
 }  // namespace infdoctor::cli
