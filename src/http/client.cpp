@@ -145,10 +145,19 @@ std::optional<TlsInfo> read_tls(CURL* easy) {
   return t;
 }
 
-size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
+// What a libcurl data callback is handed: its transfer, when the bytes arrived, how many.
+struct Delivery {
+  Transfer* t;
+  core::SteadyTime at;
+  size_t n;
+};
+Delivery delivery(void* user, size_t size, size_t nmemb) {
   auto* t = static_cast<Transfer*>(user);
-  const auto now = t->arrival();
-  const size_t n = size * nmemb;
+  return {t, t->arrival(), size * nmemb};
+}
+
+size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
+  const auto [t, now, n] = delivery(user, size, nmemb);
   if (!t->first_header) {
     t->first_header = now;
     t->resp.tls = read_tls(t->easy);
@@ -175,9 +184,7 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
 }
 
 size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const auto arrived = t->arrival();
-  const size_t n = size * nmemb;
+  const auto [t, arrived, n] = delivery(user, size, nmemb);
   if (!t->decided) {
     long code = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
