@@ -46,7 +46,7 @@ const nlohmann::json& layer(const nlohmann::json& cmp, const std::string& name) 
 
 }  // namespace
 
-TEST_CASE("compare: two providers differing only in decode speed; decode is named as the gap") {
+TEST_CASE("compare: two providers differing only in decode speed, decode is named as the gap") {
   // The same model, the same overhead; B decodes 10x slower per token.
   auto a = test::start_fake(R"({"api_key": "sk-canary-aaaa-1111", "models": {"m": {"overhead_ms": 80, "decode_ms_per_token": 2}}})");
   auto b = test::start_fake(R"({"api_key": "sk-canary-bbbb-2222", "models": {"m": {"overhead_ms": 80, "decode_ms_per_token": 20}}})");
@@ -113,7 +113,7 @@ TEST_CASE("compare: two providers differing only in decode speed; decode is name
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("compare: equal providers show no gap; bad specs are named") {
+TEST_CASE("compare: equal providers show no gap, bad specs are named") {
   const char* same = R"({"models": {"m": {"overhead_ms": 40, "decode_ms_per_token": 5}}})";
   auto a = test::start_fake(same);
   auto b = test::start_fake(same);

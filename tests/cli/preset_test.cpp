@@ -135,7 +135,7 @@ TEST_CASE("preset errors name what is missing") {
 
 namespace infdoctor {
 
-TEST_CASE("run --preset anthropic: the same checks measure a Messages API; repro.sh speaks its dialect") {
+TEST_CASE("run --preset anthropic: the same checks measure a Messages API, repro.sh speaks its dialect") {
   using namespace std::chrono_literals;
   auto server = test::start_fake(
       R"({"api_key": "sk-ant-canary-9f8e", "models": {"claude": {"overhead_ms": 60, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 6}}})");

@@ -48,7 +48,7 @@ TEST_CASE("interrupt: a second SIGINT exits at once with 130") {
   CHECK(code == 130);
 }
 
-TEST_CASE("interrupt: SIGTERM sets the flag; a SIGTERM after it does not kill") {
+TEST_CASE("interrupt: SIGTERM sets the flag, a SIGTERM after it does not kill") {
   const int code = in_child([] {
     install_interrupt_handlers();
     ::raise(SIGTERM);

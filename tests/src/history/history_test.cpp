@@ -107,7 +107,7 @@ TEST_CASE("history: four processes writing one file at once lose nothing and cor
   CHECK(sql_one(t.path, "PRAGMA user_version") == std::to_string(kSchemaVersion));
 }
 
-TEST_CASE("history: a version-1 file is migrated; a newer or foreign file is refused by name") {
+TEST_CASE("history: a version-1 file is migrated, a newer or foreign file is refused by name") {
   TempDb t;
   {
     sqlite3* db = nullptr;

@@ -65,7 +65,7 @@ TEST_CASE("expressions: dotted names, ternaries, and the position of an error") 
   CHECK_FALSE(div->eval({{"dns.p50_ms", 0}}).has_value());  // not finite
 }
 
-TEST_CASE("an applicable rule fires with its numbers; a rule over unmeasured metrics is quiet") {
+TEST_CASE("an applicable rule fires with its numbers, a rule over unmeasured metrics is quiet") {
   LoadReport report;
   const RuleSet set = load(rule_file(kGood), report);
   REQUIRE(report.errors.empty());
@@ -156,7 +156,7 @@ TEST_CASE("malformed rules: every problem named with file, line, rule id, field 
   }
 }
 
-TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id; one finding per cause; shares") {
+TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one finding per cause, shares") {
   const std::string text = R"({"family": "dns", "rules": [
     {"id": "dns.a", "cause": "dns_slow", "severity": "warning", "title": "a", "when": "1", "impact_ms": "100",
      "confidence": 0.5, "explain": "a"},

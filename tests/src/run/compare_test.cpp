@@ -25,7 +25,7 @@ const LayerDiff& layer(const Comparison& c, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("compare_runs: intervals decide significance; the gap is split into the layers that explain it") {
+TEST_CASE("compare_runs: intervals decide significance, the gap is split into the layers that explain it") {
   const RunResult a = with({{"baseline",
                              {{"ttft_p50_ms", 300}, {"ttft_p50_ci_low_ms", 290}, {"ttft_p50_ci_high_ms", 310},
                               {"tpot_p50_ms", 10}, {"tpot_p50_ci_low_ms", 9.5}, {"tpot_p50_ci_high_ms", 10.5},
