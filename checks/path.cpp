@@ -39,8 +39,10 @@ const CheckInfo kInfo{
      {"path.hops_count", "count", "hops to the destination"},
      {"path.last_hop_rtt_ms", "ms", "median round trip of the last hop"},
      {"path.rtt_spread_ms", "ms", "slowest address's median TCP RTT minus the fastest's"},
-     {"path.addresses_count", "count", "addresses probed"}},
-    {{nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count} hops"}}};
+     {"path.addresses_count", "count", "addresses probed"},
+     {"path.tcp_refused_count", "count", "TCP connects refused (RST): the host answered, nothing listens on the port"}},
+    {{"tcp_refused_count", "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
+     {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count} hops"}}};
 
 class PathCheck final : public Check {
  public:
@@ -118,6 +120,9 @@ class PathCheck final : public Check {
         out.add_summary("tcp_rtt", "ms", tcp);
         out.add_median_ci("tcp_rtt_p50", "ms", tcp);
         out.set("tcp_loss_ratio", tcp_loss);
+        // A refused connect took a round trip (the host's RST), but no server listens: said, not
+        // counted as a healthy reply.
+        if (auto it = tcp_failures.find("connect_refused"); it != tcp_failures.end()) out.set("tcp_refused_count", it->second);
       }
       // ICMP echo.
       if (icmp_) row["icmp"] = run_icmp(ctx, ip, ai == 0 ? &out : nullptr);

@@ -44,8 +44,11 @@ const CheckInfo kInfo{
      {"transport.samples_count", "count", "fresh connections that succeeded, first address"},
      {"transport.failures_count", "count", "requests that failed, all addresses"},
      {"transport.connect_spread_ms", "ms", "slowest address's median connect minus the fastest's"},
-     {"transport.addresses_count", "count", "addresses probed"}},
-    {{nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}}};
+     {"transport.addresses_count", "count", "addresses probed"},
+     {"transport.not_found_count", "count",
+      "GETs of the models list that answered 404, set when every one did (a base URL without /v1 does that)"}},
+    {{"not_found_count", "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
+     {nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}}};
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
@@ -82,7 +85,7 @@ class TransportCheck final : public Check {
       std::optional<http::TlsInfo> tls_info;
       std::string http_version;
       long http_status = 0;
-      int reuse_hits = 0, reuse_tries = 0;
+      int reuse_hits = 0, reuse_tries = 0, not_found = 0;
       // Fresh connections: each pays DNS-free connect and TLS (the address is pinned).
       for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
         ctx.progress("transport: fresh connection to " + ip + " (" + std::to_string(i + 1) + "/" +
@@ -100,6 +103,7 @@ class TransportCheck final : public Check {
         }
         any_ok = true;
         http_status = r.http_status;
+        if (r.http_status == 404) ++not_found;
         http_version = r.http_version;
         if (r.tls) tls_info = r.tls;
         if (auto v = r.connect_phase()) connect.push_back(core::to_ms(*v));
@@ -176,6 +180,7 @@ class TransportCheck final : public Check {
         if (rs.p50) out.set("reused_ttfb_p50_ms", *rs.p50);
         if (saves) out.set("reuse_saves_ms", *saves);
         if (reuse_tries > 0) out.set("keepalive_ratio", keepalive);
+        if (fs.count > 0 && not_found == static_cast<int>(fs.count)) out.set("not_found_count", not_found);
         if (tls_info) {
           out.set("cert_chain_count", tls_info->chain_count);
           out.set("cert_chain_bytes", tls_info->chain_bytes);

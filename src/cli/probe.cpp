@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/endpoint_flags.h"
 #include "core/redact.h"
+#include "run/pacer.h"
 #include "report/probe.h"
 
 namespace infdoctor::cli {
@@ -40,7 +41,9 @@ int run_probe(const ProbeOptions& o) {
     std::cout << report::render_probe(s, url);
   }
   if (!s.ok) {
-    std::string line = s.failed_phase + ": " + s.error_message;
+    // The cause and its fix where a fix is known (the key, the URL, the model), as `run` says it.
+    std::string line = run::unreachable_cause(*ep, s);
+    if (line.empty()) line = s.failed_phase + ": " + s.error_message;
     if (!s.request_id.empty()) line += " (request id " + s.request_id + ")";
     std::cerr << "infdoctor: error: " << core::scrub(line) << '\n';
     return kExitCouldNotRun;

@@ -34,6 +34,7 @@ enum class ErrorCode {
   BudgetExhausted,
   DeadlineExceeded,
   Interrupted,
+  Unreachable,
   Io,
   Internal,
 };
@@ -70,6 +71,7 @@ inline constexpr std::array kErrorTable{
     ErrorInfo{ErrorCode::BudgetExhausted, "budget_exhausted", "the request budget (--max-requests) is spent"},
     ErrorInfo{ErrorCode::DeadlineExceeded, "deadline", "the check's deadline came first"},
     ErrorInfo{ErrorCode::Interrupted, "interrupted", "interrupted (SIGINT or SIGTERM)"},
+    ErrorInfo{ErrorCode::Unreachable, "model_unreachable", "the model could not be reached (key, URL or model)"},
     ErrorInfo{ErrorCode::Io, "io", "input/output error"},
     ErrorInfo{ErrorCode::Internal, "internal_error", "internal error"},
 };

@@ -337,12 +337,14 @@ struct Server::Impl {
       // show infdoctor scrubs it from whatever it prints or saves. Any of the three usual headers
       // may carry it; tests check which one did.
       const std::string key = presented_key(req).second;
-      if (key != scenario.api_key)
+      if (key != scenario.api_key) {
+        record(served_entry("", arrived, 401, rid, req.body().size()), req, json());
         return write_simple(stream, 401,
                             is_messages ? anthropic_error_body("invalid x-api-key: " + key, "authentication_error")
                                         : error_body("Incorrect API key provided: " + key, "invalid_request_error",
                                                      "invalid_api_key"),
                             keep, base_headers);
+      }
     }
     if (is_models) {
       if (req.method() != bhttp::verb::get)

@@ -107,6 +107,9 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
 std::string render_text(const run::RunResult& r) {
   std::string out;
   core::appendf(out, "infdoctor run  %s  %s\n\n", r.target.base_url.c_str(), r.started_at.c_str());
+  if (!r.unreachable.empty())
+    core::appendf(out, "  COULD NOT MEASURE the model: %s\n  (the findings below cover only what was measured)\n\n",
+                  r.unreachable.c_str());
   if (!r.interrupted_by.empty())
     core::appendf(out, "  PARTIAL: the run was interrupted (%s); what follows is what was measured until then\n\n",
         r.interrupted_by.c_str());

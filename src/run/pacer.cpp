@@ -1,10 +1,48 @@
 #include "run/pacer.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/interrupt.h"
+#include "core/redact.h"
 
 namespace infdoctor::run {
+
+namespace {
+
+bool has(const std::string& text, const char* word) {
+  std::string lower = text;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find(word) != std::string::npos;
+}
+
+}  // namespace
+
+std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample& s) {
+  if (s.ok) return {};
+  const std::string key_var = ep.key_env.empty() ? "the key file (--api-key-file)" : "$" + ep.key_env;
+  const std::string what = s.error_message.empty() ? s.error : s.error_message;
+  if (s.http_status == 401 || s.http_status == 403) {
+    if (ep.api_key.empty())
+      return "the provider wants an API key and none was sent (" + what + "): set " + key_var +
+             (ep.key_env.empty() ? "" : ", or name another variable with --api-key-env");
+    return "the provider refused the API key (" + what + "): check " + key_var + " and the key's access to model " +
+           s.model;
+  }
+  if (s.http_status == 404) {
+    if (has(what, "model"))
+      return "the provider does not know model '" + s.model + "' (" + what + "): check --model; GET " +
+             core::redact_url(ep.url("/models")) + " lists the models it serves";
+    return "nothing answers at " + core::redact_url(ep.url(ep.chat_path())) + " (" + what +
+           "): is the base URL right? For OpenAI-compatible servers it usually ends in /v1";
+  }
+  if (s.error == "resolve_failed")
+    return "the API host does not resolve (" + what + "): check the host in the base URL and the resolver";
+  if (s.error == "connect_failed" || s.error == "connect_refused")
+    return "nothing accepts connections at " + core::redact_url(ep.base_url) + " (" + what +
+           "): is the host and port of the base URL right, and is the server up?";
+  return {};
+}
 
 core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& ep,
                                                           const std::vector<api::ChatRequest>& reqs,
@@ -12,6 +50,8 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   using core::ErrorCode;
   const int n = static_cast<int>(reqs.size());
   if (core::interrupted()) return core::interrupted_error();
+  if (!unreachable_.empty())
+    return core::make_error(ErrorCode::Unreachable, "the run sends no more model requests", unreachable_);
   if (streak_.stop()) {
     core::Error e = streak_.error();
     e.message = "the run sends no more model requests: " + e.message;
@@ -38,15 +78,20 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   spent_ += n;
   std::vector<api::RequestSample> out = api::run_chats(http_, bounded, reqs);
   const auto now_wall = std::chrono::system_clock::now();
-  for (const auto& s : out) after(s, now_wall);
+  for (const auto& s : out) after(ep, s, now_wall);
   return out;
 }
 
-void Pacer::after(const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
+void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
   if (sample_sink_) {
     nlohmann::json line = api::to_json(s);
     line["check"] = current_check_;
     sample_sink_(line);
+  }
+  if (s.ok) ++ok_;
+  if (ok_ == 0 && unreachable_.empty()) {
+    unreachable_ = unreachable_cause(ep, s);
+    if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it
   }
   streak_.record(s);
   if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];

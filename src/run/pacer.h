@@ -14,6 +14,10 @@
 
 namespace infdoctor::run {
 
+// Why a failed request means the run cannot reach the model at all, with the fix; empty when the
+// failure is the provider's to answer for (a timeout, a 5xx, a broken stream, a 429).
+std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample& s);
+
 class Pacer final : public checks::ModelPort {
  public:
   Pacer(core::Clock& clock, int max_requests) : clock_(clock), max_requests_(max_requests) {}
@@ -28,6 +32,13 @@ class Pacer final : public checks::ModelPort {
   void set_current_check(std::string id) { current_check_ = std::move(id); }
   void set_progress(std::function<void(const std::string&)> p) { progress_ = std::move(p); }
 
+  // Set when the run's model requests could not get through at all: nothing succeeded and the
+  // first failure was one no retry mends (the key refused, a wrong base URL or model, nothing
+  // listening, a name that does not resolve). One line: the cause, then the fix. A failed TLS
+  // handshake is not among them: an expired or wrong certificate is the provider's fault to report.
+  // The pacer sends nothing more once it is set.
+  const std::string& unreachable() const { return unreachable_; }
+
   int requests_spent() const { return spent_; }
   int rate_limited_count() const { return rate_limited_; }
   double retry_wait_ms() const { return retry_wait_ms_; }
@@ -37,7 +48,7 @@ class Pacer final : public checks::ModelPort {
   int server_error_count() const { return server_errors_; }
 
  private:
-  void after(const api::RequestSample& s, std::chrono::system_clock::time_point now_wall);
+  void after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall);
 
   core::Clock& clock_;
   int max_requests_;
@@ -52,6 +63,8 @@ class Pacer final : public checks::ModelPort {
   std::chrono::milliseconds backoff_{0};
   std::map<std::string, int> failures_;
   int server_errors_ = 0;
+  int ok_ = 0;
+  std::string unreachable_;
   checks::FailureStreak streak_{kRunFailureLimit};  // failed model requests in a row, across checks
 };
 

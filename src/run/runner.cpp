@@ -76,6 +76,7 @@ void end_run(const Side& side, RunResult& out) {
   out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
+  out.unreachable = pacer.unreachable();
 }
 
 }  // namespace
@@ -122,6 +123,7 @@ nlohmann::json to_json(const RunResult& r) {
           {"history", history},
           {"preset", r.preset},
           {"interrupted_by", r.interrupted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.interrupted_by)},
+          {"unreachable", r.unreachable.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.unreachable)},
           {"checks", checks}};
 }
 
@@ -262,7 +264,12 @@ int exit_code(const RunResult& r) {
                                   [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Ok; });
   const bool any_error = std::any_of(r.checks.begin(), r.checks.end(),
                                      [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
-  if (!r.interrupted_by.empty() || (!any_ok && any_error)) return core::kExitCouldNotRun;
+  // Failed model requests are measurements of the provider (a 5xx, a timeout): they are diagnosed.
+  // Checks that all failed without one could measure nothing.
+  const auto failed = r.run_metrics.find("run.failed_count");
+  const bool measured_failures = failed != r.run_metrics.end() && failed->second > 0;
+  if (!r.interrupted_by.empty() || !r.unreachable.empty() || (!any_ok && any_error && !measured_failures))
+    return core::kExitCouldNotRun;
   int code = core::kExitOk;
   for (const auto& f : r.diagnosis) {
     if (f.severity == rules::Severity::Critical) code = core::kExitCritical;
@@ -285,6 +292,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
     r.started_at = j.at("started_at").get<std::string>();
     r.finished_at = j.at("finished_at").get<std::string>();
     if (auto it = j.find("interrupted_by"); it != j.end() && it->is_string()) r.interrupted_by = it->get<std::string>();
+    if (auto it = j.find("unreachable"); it != j.end() && it->is_string()) r.unreachable = it->get<std::string>();
     if (j.contains("run"))
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();

@@ -23,6 +23,8 @@ struct RunResult {
   std::vector<rules::Finding> diagnosis;
   // Set when SIGINT or SIGTERM cut the run short ("SIGINT"): the results are partial.
   std::string interrupted_by;
+  // Set when the model could not be reached at all (Pacer::unreachable): the cause and the fix.
+  std::string unreachable;
   // With --preset: {"name", "requests", "signals": [{"signal", "seen_in"}]} (preset_signals).
   nlohmann::json preset;
 };
@@ -63,7 +65,7 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
 void rank(std::vector<rules::Finding>& findings);
 
 // core/exit_code.h: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing
-// measured, or interrupted).
+// measured, the model unreachable, or interrupted).
 int exit_code(const RunResult& r);
 
 // Reads a results.json (as `run --json` or a bundle writes it) back into a RunResult.

@@ -73,6 +73,11 @@ Session::~Session() = default;
 
 void Session::announce() const {
   const auto planned = steps();
+  const api::Endpoint& ep = subject_.endpoint;
+  if (ep.api_key.empty() && planned_cost(planned).requests > 0)
+    std::cerr << "infdoctor: note: no API key"
+              << (ep.key_env.empty() ? std::string() : " ($" + ep.key_env + " is unset or empty)")
+              << ": model requests go without one, as a local server may allow\n";
   const std::string line = plan_line(planned, subject_.max_requests);
   if (line.empty()) return;
   std::cerr << "infdoctor: " << line << '\n';
@@ -163,7 +168,9 @@ int Session::finish(RunResult& r) {
     }
   }
   if (!out.prom.empty()) write(out.prom, report::render_prometheus(r, code));
-  if (!r.interrupted_by.empty())
+  if (!r.unreachable.empty())
+    std::cerr << "infdoctor: error: could not reach the model: " << core::scrub(r.unreachable) << '\n';
+  else if (!r.interrupted_by.empty())
     std::cerr << "infdoctor: error: interrupted (" << r.interrupted_by << "): the report and bundle are partial\n";
   else if (code == core::kExitCouldNotRun)
     std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";

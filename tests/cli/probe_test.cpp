@@ -61,7 +61,7 @@ TEST_CASE("probe's table over TLS with --cacert") {
   CHECK(r.err.empty());
 }
 
-TEST_CASE("probe failures: one line naming the phase, exit code 3") {
+TEST_CASE("probe failures: one line naming the cause and, where known, the fix, exit code 3") {
   test::FakeProcess fake(R"({"models": {"m": {}}})");
   REQUIRE(fake.ok());
   struct Case {
@@ -70,8 +70,8 @@ TEST_CASE("probe failures: one line naming the phase, exit code 3") {
     const char* expect;
   };
   const std::vector<Case> cases = {
-      {"unknown model", {"--base-url", fake.base_url(), "--model", "nope"}, "http: HTTP 404: The model `nope` does not exist"},
-      {"refused", {"--base-url", "http://127.0.0.1:1/v1", "--model", "m"}, "connect: could not connect"},
+      {"unknown model", {"--base-url", fake.base_url(), "--model", "nope"}, "does not know model 'nope' (HTTP 404: The model `nope` does not exist): check --model"},
+      {"refused", {"--base-url", "http://127.0.0.1:1/v1", "--model", "m"}, "nothing accepts connections at http://127.0.0.1:1/v1 (could not connect"},
       {"no URL", {"--base-url", "", "--model", "m"}, "no endpoint"},
       {"bad scheme", {"--base-url", "ftp://x/v1", "--model", "m"}, "--base-url must start with"},
       {"no model", {"--base-url", fake.base_url()}, "--model is required"},

@@ -35,7 +35,9 @@ struct Fault {
   std::string name;
   std::string faults;  // the model's "faults" array, JSON
   Tls tls = Tls::None;
-  std::vector<std::string> expect;  // "token:T" (a failed sample or check), "rule:ID" (a finding)
+  // "token:T" (a failed sample or check), "rule:ID" (a finding), "exit:N", "unreachable" (the run
+  // says it could not reach the model, and why)
+  std::vector<std::string> expect;
   std::string key_override;         // the server wants another key than the client sends
 };
 
@@ -66,8 +68,7 @@ const std::vector<Fault>& faults() {
       {"tls_wrong_host_name", "[]", Tls::WrongHost, {"token:tls_failed"}, ""},
       {"tls_self_signed_no_cacert", "[]", Tls::Untrusted, {"token:tls_failed"}, ""},
       {"tls_insecure_flag", "[]", Tls::Insecure, {"rule:tls.verification_off"}, ""},
-      {"key_echoed_in_401", "[]", Tls::None, {"token:http_status", "rule:errors.failed_requests"},
-       "another-key-entirely"},
+      {"key_echoed_in_401", "[]", Tls::None, {"token:http_status", "unreachable", "exit:3"}, "another-key-entirely"},
   };
   return f;
 }
@@ -200,6 +201,8 @@ Outcome run_fault(const Fault& f, const fs::path& work, const std::string& canar
     const std::string kind = e.substr(0, colon), what = e.substr(colon + 1);
     if (kind == "token" && !tokens.count(what)) problem("no " + what + " reported");
     if (kind == "rule" && !rules.count(what)) problem("no " + what + " finding");
+    if (kind == "exit" && o.exit_code != std::stoi(what)) problem("exit " + std::to_string(o.exit_code) + ", not " + what);
+    if (kind == "unreachable" && !results["unreachable"].is_string()) problem("the model was not called unreachable");
   }
   o.pass = o.problems.empty();
   return o;

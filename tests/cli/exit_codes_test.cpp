@@ -1,0 +1,115 @@
+// The exit-code contract, with the real binary: 3 when the run could not measure what it came for
+// (no key, a refused key, an unknown model, a wrong base URL, nothing listening), with one line
+// naming the cause and the fix; 1 and 2 only for what was measured.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "net/subprocess.h"
+#include "support/fake_process.h"
+
+namespace infdoctor {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* kKeyed = R"({"api_key": "sk-fake-right-0123456789", "models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 2}}})";
+
+net::CommandResult run(const std::string& base_url, std::vector<std::string> args) {
+  std::vector<std::string> argv = {test::infdoctor_bin(), "run", "--base-url", base_url, "--quick", "--json", "-"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = net::run_command(argv, 120s);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->timed_out);
+  return r.value();
+}
+
+// The last line of stderr: the one that names the cause.
+std::string last_line(const std::string& err) {
+  std::string s = err;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s.substr(s.rfind('\n') + 1);
+}
+
+std::size_t model_requests(const fake::Server& server) {
+  std::size_t n = 0;
+  for (const auto& s : server.served())
+    if (s.request_line.find("/chat/completions") != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("exit 3: no key to a provider that wants one, said before anything is sent, one request spent") {
+  auto server = test::start_fake(kKeyed);
+  const auto r = run(server->base_url(), {"--model", "m", "--api-key-env", "INFDOCTOR_TEST_NO_SUCH_KEY"});
+  CHECK(r.exit_code == 3);
+  const auto note = r.err.find("note: no API key ($INFDOCTOR_TEST_NO_SUCH_KEY is unset or empty)");
+  CHECK(note != std::string::npos);
+  CHECK(note < r.err.find("plan:"));
+  CHECK(last_line(r.err).find("error: could not reach the model: the provider wants an API key and none was sent") !=
+        std::string::npos);
+  CHECK(last_line(r.err).find("set $INFDOCTOR_TEST_NO_SUCH_KEY") != std::string::npos);
+  CHECK(model_requests(*server) == 1);  // the first 401 ends the model checks; nothing hammers
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["unreachable"].is_string());
+  for (const auto& f : j["diagnosis"]) CHECK(f["severity"] != "critical");  // a config mistake is not a critical endpoint
+}
+
+TEST_CASE("exit 3: a refused key, never printed") {
+  auto server = test::start_fake(kKeyed);
+  test::TempFile key("sk-fake-wrong-9876543210\n", "key");
+  const auto r = run(server->base_url(), {"--model", "m", "--api-key-file", key.path()});
+  CHECK(r.exit_code == 3);
+  CHECK(last_line(r.err).find("the provider refused the API key") != std::string::npos);
+  CHECK(r.err.find("sk-fake-wrong") == std::string::npos);  // the fake echoes it; infdoctor does not
+  CHECK(r.out.find("sk-fake-wrong") == std::string::npos);
+}
+
+TEST_CASE("exit 3: an unknown model, with where to list the known ones") {
+  auto server = test::start_fake(kKeyed);
+  test::TempFile key("sk-fake-right-0123456789", "key");
+  const auto r = run(server->base_url(), {"--model", "nope", "--api-key-file", key.path()});
+  CHECK(r.exit_code == 3);
+  CHECK(last_line(r.err).find("does not know model 'nope'") != std::string::npos);
+  CHECK(last_line(r.err).find("/v1/models lists") != std::string::npos);
+}
+
+TEST_CASE("exit 3: a base URL with the wrong path, and transport says its GETs met 404") {
+  auto server = test::start_fake(kKeyed);
+  test::TempFile key("sk-fake-right-0123456789", "key");
+  std::string base = server->base_url();
+  base.replace(base.rfind("/v1"), 3, "/api");
+  const auto r = run(base, {"--model", "m", "--api-key-file", key.path()});
+  CHECK(r.exit_code == 3);
+  CHECK(last_line(r.err).find("is the base URL right? For OpenAI-compatible servers it usually ends in /v1") !=
+        std::string::npos);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["checks"]["transport"]["metrics"]["not_found_count"].get<double>() > 0);
+}
+
+TEST_CASE("exit 3: nothing listens on the port, path says refused, not a healthy reply") {
+  std::string base;
+  {
+    auto server = test::start_fake(kKeyed);
+    base = server->base_url();
+  }  // stopped: its port now refuses
+  const auto r = run(base, {"--model", "m", "--api-key-env", "INFDOCTOR_TEST_NO_SUCH_KEY"});
+  CHECK(r.exit_code == 3);
+  CHECK(last_line(r.err).find("nothing accepts connections at") != std::string::npos);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["checks"]["path"]["metrics"]["tcp_refused_count"].get<double>() > 0);
+}
+
+TEST_CASE("exit 2, not 3: a provider that answers every request with 503 was measured failing") {
+  auto server = test::start_fake(
+      R"({"models": {"m": {"overhead_ms": 10, "faults": [{"kind": "503", "every": 1, "retry_after_s": 0}]}}})");
+  const auto r = run(server->base_url(), {"--model", "m", "--checks", "baseline", "--api-key-env", "INFDOCTOR_TEST_NO_SUCH_KEY"});
+  CHECK(r.exit_code == 2);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["unreachable"].is_null());
+  REQUIRE(!j["diagnosis"].empty());
+  CHECK(j["diagnosis"][0]["rule"] == "errors.failed_requests");
+}
+
+}  // namespace infdoctor
