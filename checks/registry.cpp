@@ -49,7 +49,7 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.requests_count", "count", "model requests sent", {.history = true}},
       {"run.failed_count", "count", "model requests that failed, all kinds", {.history = true}},
       {"run.timeout_count", "count", "model requests that timed out"},
-      {"run.broken_stream_count", "count", "streams closed, reset, malformed, cut by an error event or too large"},
+      {"run.broken_stream_count", "count", "streams closed, reset, malformed, cut by an error event, ended without their terminator, or too large"},
       {"run.server_error_count", "count", "answers with an HTTP 5xx status"},
       {"run.tls_failed_count", "count", "requests whose TLS handshake or verification failed"},
       {"run.tls_verify_off", "flag", "1 when certificates were not verified (--insecure over https)"},

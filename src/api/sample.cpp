@@ -117,6 +117,13 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   } else if (stream->event_count() == 0) {
     fail(s, core::ErrorCode::MalformedStream,
          "no SSE events in the response (content-type " + r.header("content-type").value_or("none") + ")", "receive");
+  } else if (!stream->done_seen() && stream->finish_reason().empty()) {
+    // An answer ends with its terminator or at least says why it stopped; a stream with neither
+    // was cut short (a proxy's timeout, a server that gave up), whatever it held until then.
+    fail(s, core::ErrorCode::TruncatedStream,
+         std::string("the stream ended without ") + (flavour == Flavour::Anthropic ? "message_stop" : "[DONE]") +
+             " and without a finish reason: cut short after " + std::to_string(s.content_events) + " content events",
+         "receive");
   }
   return s;
 }

@@ -642,6 +642,12 @@ struct Server::Impl {
           sock.close(ec);
           return false;
         }
+        if (mid_fault->kind == "cut_stream") {
+          // A proxy that times out, or a server that gives up: the HTTP response ends cleanly,
+          // with no [DONE] (message_stop), no finish_reason and no usage.
+          net::write(stream, bhttp::make_chunk_last(), ec);
+          return !ec && keep;
+        }
         if (mid_fault->kind == "garbage") {
           std::string junk(static_cast<std::size_t>(mid_fault->bytes), '\0');
           std::uint32_t x = 2463534242u;

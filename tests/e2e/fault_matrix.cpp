@@ -62,6 +62,8 @@ const std::vector<Fault>& faults() {
       {"503_storm", R"([{"kind": "503", "every": 1}])", Tls::None, {"token:http_status", "rule:errors.failed_requests"}, ""},
       {"connection_reset", R"([{"kind": "reset", "every": 1, "after_tokens": 2}])", Tls::None,
        {"token:connection_reset", "rule:errors.failed_requests"}, ""},
+      {"cut_stream", R"([{"kind": "cut_stream", "every": 1, "after_tokens": 3}])", Tls::None,
+       {"token:truncated_stream", "rule:errors.failed_requests"}, ""},
       {"error_event_mid_stream", R"([{"kind": "error_event", "every": 1, "after_tokens": 2}])", Tls::None,
        {"token:stream_error", "rule:errors.failed_requests"}, ""},
       {"tls_expired_certificate", "[]", Tls::Expired, {"token:tls_failed"}, ""},

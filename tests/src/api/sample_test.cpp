@@ -108,6 +108,23 @@ TEST_CASE("stream faults fail the sample but keep what was measured") {
     CHECK_FALSE(s.ok);
     CHECK(s.error == "malformed_stream");
   }
+  SUBCASE("a stream that ends without [DONE] or a finish reason was cut short") {
+    ChatStream cs;
+    cs.on_body(content_event("a") + content_event("b"), t0 + 50ms);
+    cs.finish();
+    const RequestSample s = make_sample(ok_response(t0), &cs, "m");
+    CHECK_FALSE(s.ok);
+    CHECK(s.error == "truncated_stream");
+    CHECK(s.error_message.find("without [DONE]") != std::string::npos);
+    CHECK(s.content_events == 2);  // what came is kept
+  }
+  SUBCASE("a finish reason without [DONE] is a whole answer") {
+    ChatStream cs;
+    cs.on_body(content_event("a") + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+               t0 + 50ms);
+    cs.finish();
+    CHECK(make_sample(ok_response(t0), &cs, "m").ok);
+  }
   SUBCASE("transport failure") {
     http::Response r = ok_response(t0);
     r.status = core::Error{core::ErrorCode::ConnectionClosed, "connection closed early (receive)", "transfer closed"};
