@@ -1,6 +1,5 @@
 #include "checks/check.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -105,14 +104,21 @@ int Options::get_int(const std::string& check, const std::string& name, int def,
   return static_cast<int>(v);
 }
 
+const std::string* Options::find(const std::string& check, const std::string& name) const {
+  const std::string key = key_of(check, name);
+  asked_.insert(key);
+  auto it = values_.find(key);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
 double Options::get_double(const std::string& check, const std::string& name, double def, double lo, double hi) const {
-  auto it = values_.find(key_of(check, name));
-  if (it == values_.end()) return def;
+  const std::string* text = find(check, name);
+  if (!text) return def;
   char* end = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  if (it->second.empty() || *end != '\0' || !(v >= lo && v <= hi)) {
+  const double v = std::strtod(text->c_str(), &end);
+  if (text->empty() || *end != '\0' || !(v >= lo && v <= hi)) {
     std::ostringstream msg;
-    msg << key_of(check, name) << ": '" << it->second << "' is not a number in [" << lo << ", " << hi << "]";
+    msg << key_of(check, name) << ": '" << *text << "' is not a number in [" << lo << ", " << hi << "]";
     errors_.push_back(msg.str());
     return def;
   }
@@ -120,8 +126,8 @@ double Options::get_double(const std::string& check, const std::string& name, do
 }
 
 std::string Options::get_string(const std::string& check, const std::string& name, const std::string& def) const {
-  auto it = values_.find(key_of(check, name));
-  return it == values_.end() ? def : it->second;
+  const std::string* text = find(check, name);
+  return text ? *text : def;
 }
 
 std::string Options::get_choice(const std::string& check, const std::string& name, const std::string& def,
@@ -136,9 +142,9 @@ std::string Options::get_choice(const std::string& check, const std::string& nam
 
 std::vector<std::string> Options::get_list(const std::string& check, const std::string& name) const {
   std::vector<std::string> out;
-  auto it = values_.find(key_of(check, name));
-  if (it == values_.end()) return out;
-  std::stringstream ss(it->second);
+  const std::string* text = find(check, name);
+  if (!text) return out;
+  std::stringstream ss(*text);
   for (std::string item; std::getline(ss, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
@@ -183,7 +189,7 @@ CheckContext::CheckContext(Target target, api::Endpoint endpoint, Ports ports)
       http_(ports.http ? ports.http : own_http_.get()),
       dns_(ports.dns ? ports.dns : &real_dns()),
       probes_(ports.probes ? ports.probes : &real_probes()),
-      progress_(ports.progress ? std::move(ports.progress) : terminal_progress) {}
+      progress_(ports.progress ? std::move(ports.progress) : [](const std::string&) {}) {}
 
 void CheckContext::set_addresses(std::vector<std::string> a) {
   addresses_ = std::move(a);
@@ -293,11 +299,5 @@ core::Error FailureStreak::error() const {
                           "stopped after " + std::to_string(run_) + " failed requests in a row; the last: " + last_);
 }
 
-void terminal_progress(const std::string& step) {
-  static const bool tty = ::isatty(2) == 1;
-  if (!tty) return;
-  std::fprintf(stderr, "\r\033[K%s", step.c_str());
-  if (step.empty()) std::fflush(stderr);
-}
 
 }  // namespace infdoctor::checks

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -144,10 +145,16 @@ class Options {
                                       double lo, double hi) const;
   const std::vector<std::string>& errors() const { return errors_; }
   std::vector<std::string> keys() const;
+  // Every key a getter has asked for, set or not: after each check has read its options, a key
+  // that was set and never asked for is a setting no check has (a typo).
+  const std::set<std::string>& asked() const { return asked_; }
 
  private:
+  const std::string* find(const std::string& check, const std::string& name) const;
+
   std::map<std::string, std::string> values_;
   mutable std::vector<std::string> errors_;
+  mutable std::set<std::string> asked_;
 };
 
 // Which models the model checks ask: the target, and a small one on the same endpoint to tell a
@@ -208,11 +215,8 @@ struct Ports {
   HttpPort* http = nullptr;
   DnsPort* dns = nullptr;
   ProbePort* probes = nullptr;
-  std::function<void(const std::string&)> progress;  // default: a live line on a terminal
+  std::function<void(const std::string&)> progress;  // where the check is (core/progress); default: nowhere
 };
-
-// A live status line on stderr when it is a terminal; nothing in logs and pipes.
-void terminal_progress(const std::string& step);
 
 // What a check may touch: the target and endpoint, its deadline, the addresses earlier checks
 // found (the dns check's answers), the models asked, and the ports.

@@ -1,23 +1,88 @@
 #include "cli/cli.h"
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <functional>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "core/redact.h"
+#include "core/strings.h"
 #include "core/version.h"
 
 namespace infdoctor::cli {
 
-int fail_config(const std::string& message, const std::string& detail) {
+namespace {
+
+std::string g_command;  // the (innermost) subcommand named, for pointers to its --help
+
+void print_error(const std::string& message, const std::string& detail) {
   std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
   std::stringstream ss(core::scrub(detail));
   for (std::string line; std::getline(ss, line);) std::cerr << "  " << line << '\n';
+}
+
+// A word the command does not know, named before CLI11 parses (CLI11 would first complain about
+// the required option a typo was meant to be): "unknown option --modle for 'run'; did you mean
+// --model?", "unknown command 'rnu'; did you mean run?". Empty when every word is known.
+std::string unknown_word(CLI::App& app, int argc, char** argv) {
+  CLI::App* cmd = &app;
+  const auto all = [](CLI::App*) { return true; };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    std::vector<std::string> names;
+    if (arg.size() < 2 || arg[0] != '-' || std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.') {
+      // A value, a positional, or a command: where one is due, any other word is a typo.
+      const auto subs = cmd->get_subcommands(all);
+      for (CLI::App* c : subs) names.push_back(c->get_name());
+      const auto at = std::find(names.begin(), names.end(), arg);
+      if (at != names.end()) g_command = (cmd = subs[static_cast<std::size_t>(at - names.begin())])->get_name();
+      if (at != names.end() || subs.empty()) continue;
+      const std::string near = core::closest(arg, names);
+      return "unknown command '" + arg + "'" + (near.empty() ? "" : "; did you mean " + near + "?");
+    }
+    const bool is_long = arg.rfind("--", 0) == 0;
+    const std::string name = is_long ? arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2)
+                                     : arg.substr(1, 1);
+    const CLI::Option* match = nullptr;
+    for (const CLI::App* level : {static_cast<const CLI::App*>(cmd), static_cast<const CLI::App*>(&app)})
+      for (const CLI::Option* o : level->get_options()) {
+        const auto& own = is_long ? o->get_lnames() : o->get_snames();
+        if (std::find(own.begin(), own.end(), name) != own.end()) match = o;
+        for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+      }
+    if (!match) {
+      const std::string near = core::closest("--" + name, names);
+      return std::string("unknown option ") + (is_long ? "--" : "-") + name + (cmd == &app ? "" : " for '" + cmd->get_name() + "'") +
+             (near.empty() ? "" : "; did you mean " + near + "?");
+    }
+    // The next word is this option's value, unless it came with '=' or the option takes none.
+    if (match->get_expected_min() > 0 && arg.find('=') == std::string::npos && (is_long || arg.size() == 2)) ++i;
+  }
+  return {};
+}
+
+}  // namespace
+
+int fail_config(const std::string& message, const std::string& detail) {
+  print_error(message, detail);
   return kExitCouldNotRun;
+}
+
+int fail_usage(const std::string& message, const std::string& detail) {
+  print_error(message, detail);
+  std::cerr << "(see 'infdoctor " << (g_command.empty() ? "" : g_command + " ") << "--help')\n";
+  return kExitUsage;
+}
+
+int fail(const core::Error& e) {
+  return e.code == core::ErrorCode::InvalidArgument ? fail_usage(e.message, e.detail) : fail_config(e.message, e.detail);
 }
 
 int run(int argc, char** argv) {
@@ -35,14 +100,14 @@ int run(int argc, char** argv) {
   add_demo_command(app, chosen);
   add_history_command(app, chosen);
   add_compare_command(app, chosen);
+  if (const std::string unknown = unknown_word(app, argc, argv); !unknown.empty()) return fail_usage(unknown);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "infdoctor: error: " << e.what() << "\n(see 'infdoctor --help')\n";
-    return kExitCouldNotRun;
+    return fail_usage(e.what());
   }
-  if (!chosen) return kExitCouldNotRun;
+  if (!chosen) return kExitUsage;
   try {
     return chosen();
   } catch (const std::exception& e) {

@@ -1,13 +1,11 @@
 // infdoctor compare: the checklist against two endpoints in one session, interleaved, and which
 // layers explain the gap between them.
 #include <filesystem>
-#include <iostream>
 #include <memory>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run.h"
-#include "core/redact.h"
 #include "run/compare.h"
 #include "run/target_spec.h"
 
@@ -19,68 +17,37 @@ struct CompareOptions {
   std::string a, b;
 };
 
-bool write_private(const std::string& path, const std::string& text) {
-  return bundle::write_replacing(path, core::scrub(text)).ok();
-}
-
 int compare_with(const CompareOptions& o) {
   const std::string& dir = o.run.outputs.bundle;
   if (!dir.empty()) {
     std::error_code ec;
     if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec))
-      return fail_config("--bundle " + dir + " exists and is not empty");
+      return fail_usage("--bundle " + dir + " exists and is not empty");
     if (bundle::is_archive_path(dir))
-      return fail_config("compare writes its bundle as a directory; give --bundle a directory path");
+      return fail_usage("compare writes its bundle as a directory; give --bundle a directory path");
   }
   auto plan = run::make_plan(o.run.plan);
-  if (!plan.ok()) return fail_config(plan.error().message, plan.error().detail);
+  if (!plan.ok()) return fail(plan.error());
   std::vector<run::TargetSpec> specs;
   std::vector<std::unique_ptr<run::Session>> sessions;
   for (const auto& [text, flag] : {std::pair{o.a, "--a"}, {o.b, "--b"}}) {
     auto spec = run::parse_target_spec(text, flag, o.run.endpoint);
-    if (!spec.ok()) return fail_config(spec.error().message);
-    if (!specs.empty() && specs.front().name == spec->name) return fail_config("--a and --b need different names");
+    if (!spec.ok()) return fail(spec.error());
+    if (!specs.empty() && specs.front().name == spec->name) return fail_usage("--a and --b need different names");
     auto ep = api::make_endpoint(spec->endpoint);
-    if (!ep.ok()) return fail_config(spec->name + ": " + ep.error().message);
+    if (!ep.ok()) return fail({ep.error().code, spec->name + ": " + ep.error().message, ep.error().detail});
     run::Outputs out;
     out.report = false;
     if (!dir.empty()) out.bundle = dir + "/" + spec->name;
-    auto s = run::Session::open({plan.value(), o.run.rules_dir, o.run.slo, out, "infdoctor compare (side " + spec->name + ")"},
+    auto s = run::Session::open({plan.value(), o.run.rules_dir, o.run.slo, out, "infdoctor compare (side " + spec->name + ")",
+                                 o.run.quiet},
                                 {ep.value(), spec->endpoint.preset, spec->models, o.run.max_requests});
-    if (!s.ok()) return fail_config(spec->name + ": " + s.error().message, s.error().detail);
+    if (!s.ok()) return fail({s.error().code, spec->name + ": " + s.error().message, s.error().detail});
     specs.push_back(std::move(spec.value()));
     sessions.push_back(std::move(s.value()));
   }
-  std::cerr << "infdoctor: comparing " << specs[0].name << " and " << specs[1].name
-            << ", check by check (at most " << o.run.max_requests << " model requests each)\n";
-  auto results = run::Session::measure_together({sessions[0].get(), sessions[1].get()});
-  for (std::size_t i = 0; i < sessions.size(); ++i) sessions[i]->diagnose(results[i]);
-  const run::Comparison c = run::compare_runs(results[0], results[1], specs[0].name, specs[1].name);
-  const nlohmann::json j = {{"comparison", run::to_json(c)},
-                            {"runs", {{specs[0].name, run::to_json(results[0])}, {specs[1].name, run::to_json(results[1])}}}};
-  bool ok = true;
-  if (o.run.outputs.json == "-") {
-    std::cout << core::scrub(j.dump(2)) << '\n';
-  } else {
-    std::cout << core::scrub(run::render_comparison(c));
-    if (!o.run.outputs.json.empty() && !write_private(o.run.outputs.json, j.dump(2) + "\n")) {
-      std::cerr << "infdoctor: error: cannot write " << o.run.outputs.json << '\n';
-      ok = false;
-    }
-  }
-  std::vector<int> codes;
-  for (std::size_t i = 0; i < sessions.size(); ++i) codes.push_back(sessions[i]->finish(results[i]));
-  if (!dir.empty()) {
-    ok = write_private(dir + "/comparison.json", run::to_json(c).dump(2) + "\n") && ok;
-    ok = write_private(dir + "/summary.md", run::render_comparison_summary(c, results[0], results[1])) && ok;
-    if (ok) std::cerr << "infdoctor: comparison bundle written to " << dir << '\n';
-  }
-  if (!results[0].interrupted_by.empty()) {
-    std::cerr << "infdoctor: error: interrupted (" << results[0].interrupted_by << "): the comparison is partial\n";
-    return kExitCouldNotRun;
-  }
-  if (!ok || codes[0] == kExitCouldNotRun || codes[1] == kExitCouldNotRun) return kExitCouldNotRun;
-  return c.slower.empty() ? kExitOk : kExitDegraded;
+  return run::measure_and_compare(*sessions[0], *sessions[1], specs[0].name, specs[1].name, o.run.outputs,
+                                  o.run.max_requests);
 }
 
 }  // namespace
@@ -105,6 +72,7 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   cmd->add_flag("--quick", r.plan.quick, "fewer samples and sizes");
+  cmd->add_flag("--quiet,-s", r.quiet, "no progress on stderr: errors and warnings only");
   cmd->add_flag("--full", r.plan.full, "more samples, longer idle gaps, higher concurrency");
   cmd->add_option("--checks", r.plan.checks, "comma-separated checks to run (default: all but soak)");
   cmd->add_option("--max-tokens", r.plan.max_tokens, "output sizes of the decode sweep, e.g. 1,32,128");

@@ -1,17 +1,11 @@
 // infdoctor demo: starts the fake provider with a planted fault, runs the quick checklist against
 // it and prints the diagnosis: a real diagnosis with no API key and no network.
-#include <limits.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run.h"
-#include "core/strings.h"
 #include "fake/demo_env.h"
 
 namespace infdoctor::cli {
@@ -24,34 +18,19 @@ struct DemoOptions {
   std::string json_out;
 };
 
-std::string self_dir() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  return std::filesystem::path(buf).parent_path().string();
-}
-
-std::string expect_text(const fake::DemoFault& f) {
-  return f.expect.empty() ? "no finding above info" : core::join(f.expect, ", then ");
-}
-
 int run_demo(const DemoOptions& o) {
   if (o.list) {
-    std::printf("%-28s %-36s %s\n", "fault", "expected diagnosis", "what is planted");
-    for (const auto& f : fake::demo_faults())
-      std::printf("%-28s %-36s %s%s\n", f.name.c_str(), expect_text(f).c_str(), f.description.c_str(),
-                  f.unavailable.empty() ? "" : (" (not in the demo yet: " + f.unavailable + ")").c_str());
+    std::cout << fake::demo_fault_table();
     return kExitOk;
   }
   const fake::DemoFault* fault = fake::find_demo_fault(o.fault);
-  if (!fault) return fail_config("no demo fault '" + o.fault + "' (see 'infdoctor demo --list-faults')");
+  if (!fault) return fail_usage("no demo fault '" + o.fault + "' (see 'infdoctor demo --list-faults')");
   if (!fault->unavailable.empty())
     return fail_config("the demo cannot plant " + fault->name + " yet: " + fault->unavailable);
-  auto env = fake::DemoEnvironment::start(*fault, self_dir() + "/infdoctor-fake");
+  auto env = fake::DemoEnvironment::start(*fault);
   if (!env.ok()) return fail_config(env.error().message);
   std::cerr << "infdoctor: demo: fake provider at " << (*env)->base_url() << " with fault '" << fault->name
-            << "': " << fault->description << "; expected: " << expect_text(*fault) << '\n';
+            << "': " << fault->description << "; expected: " << fake::expected_text(*fault) << '\n';
   RunOptions r;
   r.endpoint.base_url = (*env)->base_url();
   r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";

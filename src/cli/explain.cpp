@@ -29,9 +29,7 @@ int run_explain(const ExplainOptions& o) {
   if (!rules.ok()) return fail_config(rules.error().message, rules.error().detail);
   run::rediagnose(result.value(), rules.value());
   if (o.json) {
-    nlohmann::json d = nlohmann::json::array();
-    for (const auto& f : result->diagnosis) d.push_back(rules::to_json(f));
-    std::cout << nlohmann::json{{"diagnosis", d}}.dump(2) << '\n';
+    std::cout << nlohmann::json{{"diagnosis", rules::to_json(result->diagnosis)}}.dump(2) << '\n';
   } else {
     std::cout << "infdoctor explain  " << result->target.base_url << "  measured " << result->started_at << "\n\n"
               << report::render_diagnosis(result->diagnosis);

@@ -19,6 +19,8 @@ struct HistoryOptions {
 };
 
 int show_history(const HistoryOptions& o) {
+  if (!o.model.empty() && o.target.empty())
+    return fail_usage("--model filters the runs of one --target: give --target URL too");
   if (::access(o.file.c_str(), F_OK) != 0)
     return fail_config("no history file " + o.file + " (runs create it with --history)");
   auto h = history::History::open(o.file);

@@ -26,7 +26,7 @@ struct ProbeOptions {
 
 int run_probe(const ProbeOptions& o) {
   auto ep = api::make_endpoint(o.endpoint);
-  if (!ep.ok()) return fail_config(ep.error().message);
+  if (!ep.ok()) return fail(ep.error());
   api::ChatRequest chat;
   chat.model = o.model;
   chat.prompt = o.prompt_tokens > 0 ? api::synthetic_prompt(o.prompt_tokens)

@@ -15,16 +15,18 @@ namespace infdoctor::cli {
 
 int run_with(const RunOptions& o, const std::string& command_line) {
   auto ep = api::make_endpoint(o.endpoint);
-  if (!ep.ok()) return fail_config(ep.error().message);
+  if (!ep.ok()) return fail(ep.error());
   auto plan = run::make_plan(o.plan);
-  if (!plan.ok()) return fail_config(plan.error().message, plan.error().detail);
+  if (!plan.ok()) return fail(plan.error());
+  if (auto slos = run::parse_slos(o.slo); !slos.ok()) return fail(slos.error());  // --dry-run checks them too
   run::Subject subject{ep.value(), o.endpoint.preset, {o.model, o.small_model}, o.max_requests};
   if (o.dry_run) {
     std::cout << run::dry_run_text(run::planned_steps(plan.value(), subject.models), subject.endpoint, o.max_requests);
     return kExitOk;
   }
-  auto session = run::Session::open({plan.value(), o.rules_dir, o.slo, o.outputs, command_line}, std::move(subject));
-  if (!session.ok()) return fail_config(session.error().message, session.error().detail);
+  auto session =
+      run::Session::open({plan.value(), o.rules_dir, o.slo, o.outputs, command_line, o.quiet}, std::move(subject));
+  if (!session.ok()) return fail(session.error());
   run::RunResult result = (*session)->measure();
   (*session)->diagnose(result);
   return (*session)->finish(result);
@@ -40,7 +42,8 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       "with --model: cold starts, small against target model, prefill and decode sweeps, serialization,\n"
       "concurrency. Every model request counts against --max-requests.\n"
       "Then the rules turn the measurements into a ranked diagnosis: which cause costs how many milliseconds.\n"
-      "Exit codes: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run.\n"
+      "Exit codes: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not measure (the last line says why),\n"
+      "64 a wrong command line.\n"
       "Example: infdoctor run --base-url https://api.example.com/v1 --model big --small-model small --quick");
   add_endpoint_flags(*cmd, opts->endpoint);
   run::PlanOptions& p = opts->plan;
@@ -78,6 +81,7 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--check-timeout", p.check_timeout_s, "deadline for one check, in seconds")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  cmd->add_flag("--quiet,-s", opts->quiet, "no progress, plan line or notes on stderr: errors and warnings only");
   cmd->add_flag("--dry-run", opts->dry_run,
                 "print every step the run would take, its model requests and their token cost; send nothing");
   cmd->add_option("--history", out.history,

@@ -19,6 +19,7 @@ struct RunOptions {
   std::string rules_dir;
   std::string slo;
   bool dry_run = false;
+  bool quiet = false;
 };
 
 // Runs the checklist as `infdoctor run` does and returns its exit code. `command_line` is what

@@ -57,4 +57,27 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return join_by(items, sep, [](const std::string& s) -> const std::string& { return s; });
 }
 
+std::string closest(const std::string& word, const std::vector<std::string>& candidates, std::size_t max_edits) {
+  std::string best;
+  std::size_t best_d = max_edits + 1;
+  for (const auto& c : candidates) {
+    std::vector<std::size_t> row(c.size() + 1);  // Levenshtein distance, one row at a time
+    for (std::size_t j = 0; j <= c.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+      std::size_t diag = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= c.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (word[i - 1] == c[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    if (row[c.size()] < best_d) {
+      best_d = row[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
 }  // namespace infdoctor::core

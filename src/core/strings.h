@@ -16,6 +16,10 @@ void appendf(std::string& out, const char* fmt, ...) __attribute__((format(print
 // `text` with every {name} replaced by value(name); text after an unclosed '{' stays as it is.
 std::string fill_placeholders(const std::string& text, const std::function<std::string(const std::string&)>& value);
 
+// The candidate nearest to `word` within `max_edits` edits (insertions, deletions, substitutions),
+// for "did you mean"; empty when none is that near.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates, std::size_t max_edits = 2);
+
 // `items` with `sep` between them.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 

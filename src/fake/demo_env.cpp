@@ -1,6 +1,8 @@
 #include "fake/demo_env.h"
 
+#include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -111,8 +113,19 @@ class LabDemo final : public DemoEnvironment {
 
 }  // namespace
 
+namespace {
+std::string beside_this_program(const std::string& name) {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return name;
+  buf[n] = '\0';
+  return (std::filesystem::path(buf).parent_path() / name).string();
+}
+}  // namespace
+
 core::Result<std::unique_ptr<DemoEnvironment>> DemoEnvironment::start(const DemoFault& fault,
-                                                                       const std::string& fake_program) {
+                                                                       const std::string& fake_program_given) {
+  const std::string fake_program = fake_program_given.empty() ? beside_this_program("infdoctor-fake") : fake_program_given;
   if (fault.lab_delay_ms >= 0) {
     if (auto why = Lab::unavailable_reason())
       return failed("the demo plants " + fault.name + " on a lab of network namespaces: " + *why);

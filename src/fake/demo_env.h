@@ -13,8 +13,9 @@ namespace infdoctor::fake {
 
 class DemoEnvironment {
  public:
-  // `fake_program` is the infdoctor-fake binary to start for the faults served on loopback.
-  static core::Result<std::unique_ptr<DemoEnvironment>> start(const DemoFault& fault, const std::string& fake_program);
+  // `fake_program` is the infdoctor-fake binary to start for the faults served on loopback; by
+  // default the one beside the running program.
+  static core::Result<std::unique_ptr<DemoEnvironment>> start(const DemoFault& fault, const std::string& fake_program = "");
   virtual ~DemoEnvironment() = default;
 
   const std::string& base_url() const { return base_url_; }

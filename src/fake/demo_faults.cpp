@@ -1,5 +1,7 @@
 #include "fake/demo_faults.h"
 
+#include <cstdio>
+
 namespace infdoctor::fake {
 namespace {
 
@@ -70,6 +72,25 @@ const DemoFault* find_demo_fault(const std::string& name) {
   for (const auto& f : demo_faults())
     if (f.name == name) return &f;
   return nullptr;
+}
+
+std::string expected_text(const DemoFault& f) {
+  std::string out;
+  for (const auto& e : f.expect) out += (out.empty() ? "" : ", then ") + e;
+  return out.empty() ? "no finding above info" : out;
+}
+
+std::string demo_fault_table() {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-28s %-36s %s\n", "fault", "expected diagnosis", "what is planted");
+  out += line;
+  for (const auto& f : demo_faults()) {
+    std::snprintf(line, sizeof line, "%-28s %-36s %s", f.name.c_str(), expected_text(f).c_str(), f.description.c_str());
+    out += line;
+    out += (f.unavailable.empty() ? "" : " (not in the demo yet: " + f.unavailable + ")") + "\n";
+  }
+  return out;
 }
 
 }  // namespace infdoctor::fake

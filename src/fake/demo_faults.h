@@ -23,6 +23,10 @@ struct DemoFault {
 
 const std::vector<DemoFault>& demo_faults();
 const DemoFault* find_demo_fault(const std::string& name);
+// What the diagnosis must say: "no finding above info", or the causes ranked ("a, then b").
+std::string expected_text(const DemoFault& f);
+// `infdoctor demo --list-faults`: one aligned row per fault.
+std::string demo_fault_table();
 inline constexpr const char* kDefaultDemoFault = "realistic";
 
 }  // namespace infdoctor::fake

@@ -350,6 +350,12 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   return out;
 }
 
+nlohmann::json to_json(const std::vector<Finding>& findings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : findings) out.push_back(to_json(f));
+  return out;
+}
+
 nlohmann::json to_json(const Finding& f) {
   return {{"rule", f.rule},
           {"cause", f.cause.empty() ? json(nullptr) : json(f.cause)},

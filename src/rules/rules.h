@@ -96,6 +96,8 @@ std::string format_metric(const std::string& name, double value);
 std::string cause_label(const Finding& f);
 
 nlohmann::json to_json(const Finding& f);
+// A ranked diagnosis as results.json holds it.
+nlohmann::json to_json(const std::vector<Finding>& findings);
 std::optional<Finding> finding_from_json(const nlohmann::json& j);
 
 }  // namespace infdoctor::rules

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <sstream>
 
 #include "checks/registry.h"
+#include "core/exit_code.h"
+#include "core/redact.h"
 
 namespace infdoctor::run {
 namespace {
@@ -207,6 +210,42 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
   o << "Each side's full evidence bundle is in its own directory (" << c.name_a << "/, " << c.name_b
     << "/); comparison.json has this table as data.\n";
   return o.str();
+}
+
+int measure_and_compare(Session& sa, Session& sb, const std::string& name_a, const std::string& name_b,
+                        const Outputs& outputs, int max_requests) {
+  std::cerr << "infdoctor: comparing " << name_a << " and " << name_b << ", check by check (at most " << max_requests
+            << " model requests each)\n";
+  auto results = Session::measure_together({&sa, &sb});
+  sa.diagnose(results[0]);
+  sb.diagnose(results[1]);
+  const Comparison c = compare_runs(results[0], results[1], name_a, name_b);
+  const nlohmann::json j = {{"comparison", to_json(c)},
+                            {"runs", {{name_a, to_json(results[0])}, {name_b, to_json(results[1])}}}};
+  bool ok = true;
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (bundle::write_replacing(path, core::scrub(text)).ok()) return;
+    std::cerr << "infdoctor: error: cannot write " << path << '\n';
+    ok = false;
+  };
+  if (outputs.json == "-") {
+    std::cout << core::scrub(j.dump(2)) << '\n';
+  } else {
+    std::cout << core::scrub(render_comparison(c));
+    if (!outputs.json.empty()) write(outputs.json, j.dump(2) + "\n");
+  }
+  const int code_a = sa.finish(results[0]), code_b = sb.finish(results[1]);
+  if (!outputs.bundle.empty()) {
+    write(outputs.bundle + "/comparison.json", to_json(c).dump(2) + "\n");
+    write(outputs.bundle + "/summary.md", render_comparison_summary(c, results[0], results[1]));
+    if (ok) std::cerr << "infdoctor: comparison bundle written to " << outputs.bundle << '\n';
+  }
+  if (!results[0].interrupted_by.empty()) {
+    std::cerr << "infdoctor: error: interrupted (" << results[0].interrupted_by << "): the comparison is partial\n";
+    return core::kExitCouldNotRun;
+  }
+  if (!ok || code_a == core::kExitCouldNotRun || code_b == core::kExitCouldNotRun) return core::kExitCouldNotRun;
+  return c.slower.empty() ? core::kExitOk : core::kExitDegraded;
 }
 
 }  // namespace infdoctor::run

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run/runner.h"
+#include "run/session.h"
 
 namespace infdoctor::run {
 
@@ -35,5 +36,12 @@ nlohmann::json to_json(const Comparison& c);
 std::string render_comparison(const Comparison& c);
 // Ticket-ready summary addressed to the slower provider.
 std::string render_comparison_summary(const Comparison& c, const RunResult& a, const RunResult& b);
+
+// `infdoctor compare` after its two sessions opened: both measured together and diagnosed, the
+// comparison on stdout (or as JSON to outputs.json), each side's own outputs, and with
+// outputs.bundle comparison.json and summary.md beside the sides' bundles. The exit code: 0
+// within 5 % end to end, 1 one side slower, 3 could not run.
+int measure_and_compare(Session& a, Session& b, const std::string& name_a, const std::string& name_b,
+                        const Outputs& outputs, int max_requests);
 
 }  // namespace infdoctor::run

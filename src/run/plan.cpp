@@ -53,7 +53,7 @@ bool is_registered(const std::string& id) {
 }  // namespace
 
 core::Result<RunPlan> make_plan(const PlanOptions& o) {
-  if (o.quick && o.full) return core::make_error(core::ErrorCode::ConfigError, "--quick and --full exclude each other");
+  if (o.quick && o.full) return core::make_error(core::ErrorCode::InvalidArgument, "--quick and --full exclude each other");
   RunPlan plan;
   plan.check_ids = core::split(o.checks);
   if (plan.check_ids.empty()) {
@@ -76,7 +76,7 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
   for (const auto& kv : o.sets) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos)
-      return core::make_error(core::ErrorCode::ConfigError, "--set wants CHECK.NAME=VALUE, got '" + kv + "'");
+      return core::make_error(core::ErrorCode::InvalidArgument, "--set wants CHECK.NAME=VALUE, got '" + kv + "'");
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (auto st = validate(plan); !st.ok()) return st.error();
@@ -96,8 +96,18 @@ core::Status validate(const RunPlan& plan) {
   // mistake either way.
   for (const auto& e : checks::registry()) (void)e.make(plan.options);
   for (const auto& err : plan.options.errors()) problems.push_back(err);
+  const auto& asked = plan.options.asked();
+  for (const auto& key : plan.options.keys()) {
+    if (asked.count(key) || key.find('.') == std::string::npos) continue;
+    const std::string check = key.substr(0, key.find('.') + 1);
+    std::vector<std::string> settings;
+    for (const auto& a : asked)
+      if (a.rfind(check, 0) == 0) settings.push_back(a.substr(check.size()));
+    if (!settings.empty())
+      problems.push_back("'" + key + "' is no setting of that check (its settings: " + core::join(settings) + ")");
+  }
   if (problems.empty()) return {};
-  return core::make_error(core::ErrorCode::ConfigError, "invalid configuration", core::join(problems, "\n"));
+  return core::make_error(core::ErrorCode::InvalidArgument, "invalid configuration", core::join(problems, "\n"));
 }
 
 std::vector<const checks::CheckEntry*> selected(const RunPlan& plan) {

@@ -23,8 +23,9 @@ RunResult begin_run(checks::CheckContext& ctx) {
   return out;
 }
 
-void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, RunResult& out) {
+void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, RunResult& out, int n, int m) {
   checks::CheckContext& ctx = *side.ctx;
+  if (side.progress) side.progress->check(n, m, e.id);
   if (core::interrupted()) {
     checks::CheckResult r = checks::CheckResult::start(e.id);
     r.status = checks::CheckStatus::Skipped;
@@ -53,7 +54,7 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
 void end_run(const Side& side, RunResult& out) {
   const checks::CheckContext& ctx = *side.ctx;
   const Pacer& pacer = *side.pacer;
-  ctx.progress("");
+  if (side.progress) side.progress->done();
   out.run_metrics["run.requests_count"] = pacer.requests_spent();
   // Failed model requests by kind, for the errors rules.
   const auto& fails = pacer.failures_by_token();
@@ -68,7 +69,7 @@ void end_run(const Side& side, RunResult& out) {
   out.run_metrics["run.failed_count"] = failed;
   out.run_metrics["run.timeout_count"] = count({"timeout"});
   out.run_metrics["run.broken_stream_count"] =
-      count({"connection_closed", "connection_reset", "malformed_stream", "stream_error", "response_too_large"});
+      count({"connection_closed", "connection_reset", "malformed_stream", "stream_error", "truncated_stream", "response_too_large"});
   out.run_metrics["run.server_error_count"] = pacer.server_error_count();
   out.run_metrics["run.tls_failed_count"] = count({"tls_failed"});
   out.run_metrics["run.tls_verify_off"] = ctx.target().scheme == "https" && ctx.endpoint().tls.insecure ? 1 : 0;
@@ -85,10 +86,11 @@ std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Si
   std::vector<RunResult> out;
   for (const auto& side : sides) out.push_back(begin_run(*side.ctx));
   std::size_t turn = 0;
-  for (const auto* e : selected(plan)) {
+  const auto chosen = selected(plan);
+  for (const auto* e : chosen) {
     for (std::size_t k = 0; k < sides.size(); ++k) {
       const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
-      run_one(*e, plan, sides[i], out[i]);
+      run_one(*e, plan, sides[i], out[i], static_cast<int>(turn + 1), static_cast<int>(chosen.size()));
     }
     ++turn;
   }
@@ -107,11 +109,9 @@ nlohmann::json to_json(const RunResult& r) {
   for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
   nlohmann::json history = nlohmann::json::object();
   for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
-  nlohmann::json diagnosis = nlohmann::json::array();
-  for (const auto& f : r.diagnosis) diagnosis.push_back(rules::to_json(f));
   return {{"schema", "infdoctor.results/1"},
           {"run", {{"metrics", run_metrics}}},
-          {"diagnosis", diagnosis},
+          {"diagnosis", rules::to_json(r.diagnosis)},
           {"target",
            {{"base_url", r.target.base_url},
             {"scheme", r.target.scheme},
@@ -209,6 +209,15 @@ core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std:
                           std::to_string(report.errors.size()) + " error(s) in the rules", core::join(report.errors, "\n"));
 }
 
+namespace {
+std::string short_slo_names(const std::vector<checks::MetricInfo>& declared) {
+  std::vector<std::string> names;
+  for (const auto& m : declared)
+    if (m.tags.slo) names.push_back(m.tags.slo);
+  return core::join(names);
+}
+}  // namespace
+
 core::Result<std::vector<Slo>> parse_slos(const std::string& text) {
   std::vector<Slo> out;
   const auto known = known_metrics();
@@ -216,17 +225,19 @@ core::Result<std::vector<Slo>> parse_slos(const std::string& text) {
   for (const auto& item : core::split(text)) {
     const auto eq = item.find('=');
     if (eq == std::string::npos)
-      return core::make_error(core::ErrorCode::ConfigError, "--slo wants NAME=LIMIT, got '" + item + "'");
+      return core::make_error(core::ErrorCode::InvalidArgument, "--slo wants NAME=LIMIT, got '" + item + "'");
     std::string name = item.substr(0, eq);
     for (const auto& m : declared)
       if (m.tags.slo && name == m.tags.slo) name = m.name;
     if (std::find(known.begin(), known.end(), name) == known.end())
-      return core::make_error(core::ErrorCode::ConfigError, "--slo: unknown metric '" + item.substr(0, eq) + "'");
+      return core::make_error(core::ErrorCode::InvalidArgument, "--slo: unknown metric '" + item.substr(0, eq) + "'",
+                              "short names: " + short_slo_names(declared) + "; or any metric's full name (checks/README.md)");
     char* end = nullptr;
     const std::string v = item.substr(eq + 1);
     const double limit = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0')
-      return core::make_error(core::ErrorCode::ConfigError, "--slo: '" + v + "' is not a number");
+    if (v.empty() || *end != '\0' || !(limit >= 0))
+      return core::make_error(core::ErrorCode::InvalidArgument,
+                              "--slo: '" + v + "' is not a limit (a number, 0 or more, in the metric's unit)");
     out.push_back(Slo{name, limit});
   }
   return out;

@@ -8,6 +8,7 @@
 #include "checks/check.h"
 #include "core/result.h"
 #include "rules/rules.h"
+#include "core/progress.h"
 #include "run/pacer.h"
 #include "run/plan.h"
 
@@ -75,6 +76,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j);
 struct Side {
   checks::CheckContext* ctx;
   Pacer* pacer;
+  core::Progress* progress = nullptr;  // told which check of how many runs; none in tests
 };
 
 RunResult run_checks(const RunPlan& plan, const Side& side);

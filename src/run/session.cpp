@@ -56,10 +56,13 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
     if (!log.ok()) return log.error();
     s->samples_ = std::move(log.value());
   }
+  s->progress_ = std::make_unique<core::Progress>(core::Progress::mode_for(stderr, o.quiet));
+  core::Progress* progress = s->progress_.get();
   s->pacer_ = std::make_unique<Pacer>(core::real_clock(), s->subject_.max_requests);
-  s->pacer_->set_progress(checks::terminal_progress);
+  s->pacer_->set_progress([progress](const std::string& step) { progress->step(step); });
   checks::Ports ports;
   ports.model = s->pacer_.get();
+  ports.progress = [progress](const std::string& step) { progress->step(step); };
   s->ctx_ = std::make_unique<checks::CheckContext>(target.value(), s->subject_.endpoint, std::move(ports));
   s->ctx_->set_models(s->subject_.models);
   if (s->samples_) {
@@ -72,6 +75,7 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
 Session::~Session() = default;
 
 void Session::announce() const {
+  if (options_.quiet) return;
   const auto planned = steps();
   const api::Endpoint& ep = subject_.endpoint;
   if (ep.api_key.empty() && planned_cost(planned).requests > 0)
@@ -91,7 +95,7 @@ std::vector<RunResult> Session::measure_together(const std::vector<Session*>& se
   std::vector<Side> sides;
   for (auto* s : sessions) {
     if (sessions.size() == 1) s->announce();
-    sides.push_back({s->ctx_.get(), s->pacer_.get()});
+    sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get()});
   }
   core::install_interrupt_handlers();
   std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);

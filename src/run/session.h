@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bundle/bundle.h"
+#include "core/progress.h"
 #include "history/history.h"
 #include "run/plan.h"
 #include "run/runner.h"
@@ -44,6 +45,7 @@ struct SessionOptions {
   std::string slo;        // --slo NAME=LIMIT,...
   Outputs outputs;
   std::string command_line;  // redacted; the bundle records it
+  bool quiet = false;        // no progress, no plan line, no notes: errors and warnings only
 };
 
 class Session {
@@ -77,6 +79,7 @@ class Session {
   std::unique_ptr<history::History> history_;
   std::unique_ptr<bundle::Writer> bundle_;
   std::unique_ptr<bundle::SampleLog> samples_;
+  std::unique_ptr<core::Progress> progress_;
   std::unique_ptr<Pacer> pacer_;
   std::unique_ptr<checks::CheckContext> ctx_;
   std::map<std::string, double> metrics_;  // the last diagnosed run's, flattened

@@ -11,7 +11,7 @@ namespace infdoctor::run {
 core::Result<TargetSpec> parse_target_spec(const std::string& text, const std::string& flag,
                                            const api::EndpointSpec& shared) {
   auto bad = [&](const std::string& why) {
-    return core::make_error(core::ErrorCode::ConfigError,
+    return core::make_error(core::ErrorCode::InvalidArgument,
                             flag + " " + why + " (want NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR])");
   };
   TargetSpec s;

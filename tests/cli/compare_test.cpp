@@ -126,12 +126,12 @@ TEST_CASE("compare: equal providers show no gap, bad specs are named") {
   CHECK(j["comparison"]["explaining"].empty());
 
   const auto no_model = infdoctor({"compare", "--a", "one=" + a->base_url(), "--b", "two=" + b->base_url() + ",model=m"});
-  CHECK(no_model.exit_code == 3);
+  CHECK(no_model.exit_code == 64);  // a wrong command line
   CHECK(no_model.err.find("--a needs model=") != std::string::npos);
   const auto typo = infdoctor({"compare", "--a", "one=" + a->base_url() + ",modle=m", "--b", "two=" + b->base_url() + ",model=m"});
   CHECK(typo.err.find("unknown key 'modle'") != std::string::npos);
   const auto no_url = infdoctor({"compare", "--a", "one=,model=m", "--b", "two=" + b->base_url() + ",model=m"});
-  CHECK(no_url.exit_code == 3);
+  CHECK(no_url.exit_code == 64);
   CHECK(no_url.err.find("--a needs a URL after NAME=") != std::string::npos);
   const auto same_name = infdoctor({"compare", "--a", "x=" + a->base_url() + ",model=m", "--b", "x=" + b->base_url() + ",model=m"});
   CHECK(same_name.err.find("different names") != std::string::npos);

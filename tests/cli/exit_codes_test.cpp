@@ -112,4 +112,72 @@ TEST_CASE("exit 2, not 3: a provider that answers every request with 503 was mea
   CHECK(j["diagnosis"][0]["rule"] == "errors.failed_requests");
 }
 
+TEST_CASE("exit 64: a wrong command line is named, with a suggestion and the command's --help, before anything is sent") {
+  auto server = test::start_fake(kKeyed);
+  const std::string url = server->base_url();
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    const char* expect;
+    const char* help;
+  };
+  const std::vector<Case> cases = {
+      {"a typo of a flag", {"run", "--base-url", url, "--modle", "m"}, "unknown option --modle for 'run'; did you mean --model?",
+       "(see 'infdoctor run --help')"},
+      {"a typo of a command", {"rnu", "--base-url", url}, "unknown command 'rnu'; did you mean run?", "(see 'infdoctor --help')"},
+      {"a typo of a nested command", {"rules", "chek", "rules"}, "unknown command 'chek'; did you mean check?",
+       "(see 'infdoctor rules --help')"},
+      {"a setting no check has", {"run", "--base-url", url, "--model", "m", "--set", "transport.sample=3"},
+       "'transport.sample' is no setting of that check (its settings: max_addresses, path, samples)", "(see 'infdoctor run --help')"},
+      {"a negative limit, caught by --dry-run", {"run", "--base-url", url, "--model", "m", "--slo", "ttft_p50_ms=-5", "--dry-run"},
+       "--slo: '-5' is not a limit", "(see 'infdoctor run --help')"},
+      {"an unknown limit, with the names there are", {"run", "--base-url", url, "--model", "m", "--slo", "ttfx=5", "--dry-run"},
+       "short names: ", "(see 'infdoctor run --help')"},
+      {"history --model without --target", {"history", "/nonexistent.db", "--model", "m"}, "give --target URL too",
+       "(see 'infdoctor history --help')"},
+      {"a bad scheme", {"probe", "--base-url", "ftp://x/v1", "--model", "m"}, "--base-url must start with http:// or https://",
+       "(see 'infdoctor probe --help')"},
+  };
+  for (const auto& c : cases) {
+    SUBCASE(c.name) {
+      std::vector<std::string> argv = {test::infdoctor_bin()};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      const auto r = net::run_command(argv, 30s);
+      REQUIRE(r.ok());
+      CHECK(r->exit_code == 64);
+      CHECK_MESSAGE(r->err.rfind("infdoctor: error: ", 0) == 0, r->err);
+      CHECK_MESSAGE(r->err.find(c.expect) != std::string::npos, r->err);
+      CHECK(last_line(r->err) == c.help);
+    }
+  }
+  CHECK(server->served().empty());
+}
+
+TEST_CASE("a stream cut short without its terminator: probe exits 3 naming it, run counts it as a broken stream") {
+  auto server = test::start_fake(
+      R"({"models": {"m": {"overhead_ms": 10, "decode_ms_per_token": 1, "faults": [{"kind": "cut_stream", "every": 1, "after_tokens": 3}]}}})");
+  const auto p = net::run_command({test::infdoctor_bin(), "probe", "--base-url", server->base_url(), "--model", "m"}, 30s);
+  REQUIRE(p.ok());
+  CHECK(p->exit_code == 3);
+  CHECK_MESSAGE(last_line(p->err).find("the stream ended without [DONE] and without a finish reason") != std::string::npos, p->err);
+  const auto r = run(server->base_url(), {"--model", "m", "--checks", "baseline", "--api-key-env", "INFDOCTOR_TEST_NO_SUCH_KEY"});
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["run"]["metrics"]["broken_stream_count"].get<double>() >= 1);
+  CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("exit 3 before the first request: an output that cannot be written is named at once") {
+  auto server = test::start_fake(kKeyed);
+  for (const char* flag : {"--json", "--prom"}) {
+    CAPTURE(flag);
+    const auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--quick",
+                                     flag, "/nonexistent-dir/out.txt"},
+                                    30s);
+    REQUIRE(r.ok());
+    CHECK(r->exit_code == 3);
+    CHECK(r->err.rfind(std::string("infdoctor: error: cannot write ") + flag + " /nonexistent-dir/out.txt", 0) == 0);
+  }
+  CHECK(server->served().empty());
+}
+
 }  // namespace infdoctor

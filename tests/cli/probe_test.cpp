@@ -61,26 +61,27 @@ TEST_CASE("probe's table over TLS with --cacert") {
   CHECK(r.err.empty());
 }
 
-TEST_CASE("probe failures: one line naming the cause and, where known, the fix, exit code 3") {
+TEST_CASE("probe failures: one line naming the cause and, where known, the fix, exit code 3 or 64") {
   test::FakeProcess fake(R"({"models": {"m": {}}})");
   REQUIRE(fake.ok());
   struct Case {
     const char* name;
     std::vector<std::string> args;
     const char* expect;
+    int exit_code;  // 3 could not run, 64 a wrong command line
   };
   const std::vector<Case> cases = {
-      {"unknown model", {"--base-url", fake.base_url(), "--model", "nope"}, "does not know model 'nope' (HTTP 404: The model `nope` does not exist): check --model"},
-      {"refused", {"--base-url", "http://127.0.0.1:1/v1", "--model", "m"}, "nothing accepts connections at http://127.0.0.1:1/v1 (could not connect"},
-      {"no URL", {"--base-url", "", "--model", "m"}, "no endpoint"},
-      {"bad scheme", {"--base-url", "ftp://x/v1", "--model", "m"}, "--base-url must start with"},
-      {"no model", {"--base-url", fake.base_url()}, "--model is required"},
-      {"TLS to a plain server", {"--base-url", "https" + fake.base_url().substr(4), "--model", "m"}, "tls:"},
+      {"unknown model", {"--base-url", fake.base_url(), "--model", "nope"}, "does not know model 'nope' (HTTP 404: The model `nope` does not exist): check --model", 3},
+      {"refused", {"--base-url", "http://127.0.0.1:1/v1", "--model", "m"}, "nothing accepts connections at http://127.0.0.1:1/v1 (could not connect", 3},
+      {"no URL", {"--base-url", "", "--model", "m"}, "no endpoint", 64},
+      {"bad scheme", {"--base-url", "ftp://x/v1", "--model", "m"}, "--base-url must start with", 64},
+      {"no model", {"--base-url", fake.base_url()}, "--model is required", 64},
+      {"TLS to a plain server", {"--base-url", "https" + fake.base_url().substr(4), "--model", "m"}, "tls:", 3},
   };
   for (const auto& c : cases) {
     SUBCASE(c.name) {
       const auto r = probe(c.args, kCanary);
-      CHECK(r.exit_code == 3);
+      CHECK(r.exit_code == c.exit_code);
       CHECK_MESSAGE(r.err.find(c.expect) != std::string::npos, r.err);
       CHECK(r.err.rfind("infdoctor: error: ", 0) == 0);
       CHECK(r.err.find(kCanary) == std::string::npos);

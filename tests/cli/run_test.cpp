@@ -68,12 +68,12 @@ TEST_CASE("run: the text report has a row per check and the tables") {
     CHECK_MESSAGE(r.out.find(want) != std::string::npos, want);
 }
 
-TEST_CASE("run: configuration errors are all reported before anything is sent") {
+TEST_CASE("run: configuration errors are all reported before anything is sent, as a usage error (64)") {
   auto server = test::start_fake(kHealthy);
   const auto r = run({"--base-url", server->base_url(), "--model", "big", "--checks", "dns,bogus", "--set",
                       "sweep.repeats=0", "--set", "nothing=1", "--idle-gaps", "5,1", "--concurrency", "1,8,128",
                       "--max-concurrency", "100"});
-  CHECK(r.exit_code == 3);
+  CHECK(r.exit_code == 64);
   for (const char* want : {"unknown check 'bogus'", "sweep.repeats", "'nothing' names no check", "coldstart.idle_gaps",
                            "concurrency.levels"})
     CHECK_MESSAGE(r.err.find(want) != std::string::npos, want);
