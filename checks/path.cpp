@@ -6,7 +6,6 @@
 // Emits, for the first address: path.{tcp_rtt_p50_ms,tcp_rtt_p90_ms,tcp_rtt_max_ms,
 // tcp_rtt_samples_count,tcp_loss_ratio,icmp_rtt_p50_ms,icmp_loss_ratio,hops_count,
 // last_hop_rtt_ms}; over all addresses: path.rtt_spread_ms.
-#include <thread>
 
 #include <algorithm>
 #include <cstdio>
@@ -95,7 +94,7 @@ class PathCheck final : public Check {
                                {"address", ip},
                                {"ms", p.rtt ? nlohmann::json(core::to_ms(*p.rtt)) : nlohmann::json(nullptr)},
                                {"status", p.status.ok() ? "ok" : std::string(p.status.error().token())}});
-        if (interval_ms_ > 0 && i + 1 < samples_) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms_));
+        if (interval_ms_ > 0 && i + 1 < samples_) ctx.idle_until(ctx.clock().now() + std::chrono::milliseconds(interval_ms_));
       }
       const stats::Summary ts = stats::summarize(tcp);
       const int tcp_sent = static_cast<int>(tcp.size()) + [&] {
@@ -208,7 +207,7 @@ class PathCheck final : public Check {
         return {{"status", "skipped"}, {"reason", p.status.error().message + ": " + p.status.error().detail}};
       ++sent;
       if (p.rtt) rtt.push_back(core::to_ms(*p.rtt));
-      if (interval_ms_ > 0 && i + 1 < samples_) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms_));
+      if (interval_ms_ > 0 && i + 1 < samples_) ctx.idle_until(ctx.clock().now() + std::chrono::milliseconds(interval_ms_));
     }
     const stats::Summary s = stats::summarize(rtt);
     const double loss = sent > 0 ? 1.0 - static_cast<double>(rtt.size()) / sent : 1.0;

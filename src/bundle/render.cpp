@@ -167,6 +167,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
     for (const auto& m : ctx.models) o << " `" << m << "`";
   }
   o << (ctx.partial ? ". **The run was interrupted: this bundle holds what was measured until then.**" : ".") << "\n\n";
+  if (!r.unreachable.empty()) o << "**The model could not be reached:** " << r.unreachable << "\n\n";
   o << "## Symptom\n\n";
   auto line = [&](const char* label, const std::string& name) {
     if (auto v = run::metric(r, name)) o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
@@ -265,7 +266,11 @@ std::string render_html(const run::RunResult& r) {
     << "figcaption{font-size:12px;color:#555;max-width:560px}.tick{font-size:10px;fill:#555}.empty{fill:#999}"
     << ".critical{color:#b00020}.warning{color:#a15c00}.info{color:#555}</style></head><body>\n";
   o << "<h1>infdoctor report: " << html_escape(r.target.base_url) << "</h1><p>" << html_escape(r.started_at) << " to "
-    << html_escape(r.finished_at) << " (UTC)</p>\n<h2>Diagnosis</h2>\n";
+    << html_escape(r.finished_at) << " (UTC)</p>\n";
+  if (!r.interrupted_by.empty())
+    o << "<p><b>Partial:</b> the run was interrupted (" << html_escape(r.interrupted_by) << ").</p>\n";
+  if (!r.unreachable.empty()) o << "<p><b>The model could not be reached:</b> " << html_escape(r.unreachable) << "</p>\n";
+  o << "<h2>Diagnosis</h2>\n";
   if (r.diagnosis.empty()) o << "<p>No finding: nothing measured explains slowness.</p>\n";
   o << "<ol id=\"diagnosis\">";
   for (const auto& f : r.diagnosis) {

@@ -78,6 +78,8 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   spent_ += n;
   std::vector<api::RequestSample> out = api::run_chats(http_, bounded, reqs);
   const auto now_wall = std::chrono::system_clock::now();
+  // Successes first: a batch in which any request got through reached the model.
+  ok_ += static_cast<int>(std::count_if(out.begin(), out.end(), [](const api::RequestSample& s) { return s.ok; }));
   for (const auto& s : out) after(ep, s, now_wall);
   return out;
 }
@@ -88,7 +90,6 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
     line["check"] = current_check_;
     sample_sink_(line);
   }
-  if (s.ok) ++ok_;
   if (ok_ == 0 && unreachable_.empty()) {
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it
