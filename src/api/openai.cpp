@@ -1,6 +1,7 @@
 #include "api/openai.h"
 
 #include <array>
+#include <cctype>
 
 namespace infdoctor::api {
 namespace {
@@ -241,6 +242,40 @@ bool ChatStream::on_anthropic_event(const json& j) {
   }
   return (dt == "thinking_delta" && nonempty_string(*d, "thinking")) ||
          (dt == "input_json_delta" && nonempty_string(*d, "partial_json"));
+}
+
+std::string error_body_line(std::string_view body, std::size_t max_chars) {
+  const auto api_error = parse_error_body(body);
+  std::string text = api_error && !api_error->message.empty() ? api_error->message : std::string(body);
+  std::string lower = text;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("<html") != std::string::npos || lower.find("<!doctype") != std::string::npos) {
+    const auto open = lower.find("<title>"), close = lower.find("</title>");
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      text = text.substr(open + 7, close - open - 7);
+    } else {  // the text between the tags, in order
+      std::string plain;
+      bool in_tag = false;
+      for (const char c : text) {
+        if (c == '<') in_tag = true;
+        else if (c == '>') in_tag = false, plain += ' ';
+        else if (!in_tag) plain += c;
+      }
+      text = plain;
+    }
+  }
+  std::string out;  // whitespace folded, control characters dropped
+  for (const char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isspace(u)) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else if (u >= 0x20) {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.size() > max_chars) out = out.substr(0, max_chars) + "...";
+  return out;
 }
 
 }  // namespace infdoctor::api

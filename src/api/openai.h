@@ -48,6 +48,9 @@ struct ApiError {
 // OpenAI-style `{"error": {"message", "type", "code"}}`; also accepts a bare `{"error": "text"}`
 // and `{"message": ...}` as some servers send. Nothing when the body is not such an object.
 std::optional<ApiError> parse_error_body(std::string_view body);
+// An error body as one short line: the API error's message; an HTML page's <title>, else its
+// first text; plain text with its whitespace folded. At most `max_chars` characters.
+std::string error_body_line(std::string_view body, std::size_t max_chars = 160);
 
 struct ChatResponse {
   std::string id;

@@ -52,11 +52,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     fail(s, r.status.error().code, r.status.error().message + ": " + r.status.error().detail, r.failed_phase);
   } else if (r.http_status < 200 || r.http_status >= 300) {
     std::string msg = "HTTP " + std::to_string(r.http_status);
-    if (auto e = parse_error_body(r.body); e && !e->message.empty()) {
-      msg += ": " + e->message;
-    } else if (!r.body.empty()) {
-      msg += ": " + r.body.substr(0, 200);
-    }
+    if (const std::string line = error_body_line(r.body); !line.empty()) msg += ": " + line;
     if (auto ra = r.header("retry-after")) msg += " (retry-after " + *ra + ")";
     fail(s, core::ErrorCode::HttpStatus, std::move(msg), "http");
   }

@@ -456,6 +456,14 @@ struct Server::Impl {
           return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
         return reply_error(503, model, "The server is overloaded, try again later", "server_error", "overloaded");
       }
+      if (f.kind == "html_502") {  // a proxy in front whose upstream failed: its own HTML page
+        record(served_entry(model, arrived, 502, rid, req.body().size()), req, body);
+        headers.emplace_back("content-type", "text/html");
+        return write_simple(stream, 502,
+                            "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad "
+                            "Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
+                            keep, headers);
+      }
       if (f.kind == "endless_headers") {
         record(served_entry(model, arrived, 200, rid, req.body().size()), req, body);
         return endless_headers(stream);

@@ -3,6 +3,8 @@
 // naming the cause and the fix; 1 and 2 only for what was measured.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "net/subprocess.h"
@@ -178,6 +180,19 @@ TEST_CASE("exit 3 before the first request: an output that cannot be written is 
     CHECK(r->err.rfind(std::string("infdoctor: error: cannot write ") + flag + " /nonexistent-dir/out.txt", 0) == 0);
   }
   CHECK(server->served().empty());
+}
+
+TEST_CASE("a proxy's HTML error page is one line, its title, in probe's error and the run's report") {
+  auto server = test::start_fake(R"({"models": {"m": {"faults": [{"kind": "html_502", "every": 1}]}}})");
+  const auto p = net::run_command({test::infdoctor_bin(), "probe", "--base-url", server->base_url(), "--model", "m"}, 30s);
+  REQUIRE(p.ok());
+  CHECK(p->exit_code == 3);
+  CHECK(p->err.rfind("infdoctor: error: http: HTTP 502: 502 Bad Gateway (request id ", 0) == 0);
+  CHECK(std::count(p->err.begin(), p->err.end(), '\n') == 1);
+  const auto r = run(server->base_url(), {"--model", "m", "--checks", "baseline", "--api-key-env", "INFDOCTOR_TEST_NO_SUCH_KEY"});
+  CHECK(r.exit_code == 2);  // measured: the provider's proxy failed every request
+  CHECK(r.out.find("<html>") == std::string::npos);
+  CHECK(r.out.find("HTTP 502: 502 Bad Gateway") != std::string::npos);
 }
 
 }  // namespace infdoctor

@@ -68,6 +68,18 @@ TEST_CASE("synthetic prompt has the asked number of words") {
   }
 }
 
+TEST_CASE("an error body as one short line: the API's message, an HTML page's title or text, folded and cut") {
+  CHECK(error_body_line(R"({"error":{"message":"Rate limit reached","type":"rate_limit_error"}})") == "Rate limit reached");
+  CHECK(error_body_line("<!DOCTYPE html>\n<html><head><title>501 Not Implemented</title></head>\n<body><h1>Not "
+                        "Implemented</h1><p>The server does not support the action requested.</p></body></html>") ==
+        "501 Not Implemented");
+  CHECK(error_body_line("<html><body>\n  <h1>Bad   gateway</h1>\r\n</body></html>") == "Bad gateway");
+  CHECK(error_body_line("upstream connect error\nor disconnect") == "upstream connect error or disconnect");
+  const std::string long_text(1000, 'x');
+  CHECK(error_body_line(long_text, 40) == std::string(40, 'x') + "...");
+  CHECK(error_body_line("") == "");
+}
+
 TEST_CASE("error bodies of the common servers") {
   struct Case {
     const char* name;
