@@ -129,8 +129,11 @@ std::string render_comparison(const Comparison& c) {
   }
   o << "\nend to end (typical request, p50): " << c.name_a << " " << num(c.total_a, "%.0f") << " ms, " << c.name_b << " "
     << num(c.total_b, "%.0f") << " ms\n";
-  if (c.slower.empty()) {
-    o << "No gap worth explaining: the two are within 5 % end to end (or it was not measured).\n";
+  if (!c.total_a || !c.total_b) {
+    o << "No end-to-end time on " << (!c.total_a ? c.name_a : c.name_b)
+      << " (the baseline check measured none): the two cannot be compared end to end.\n";
+  } else if (c.slower.empty()) {
+    o << "No gap worth explaining: the two are within 5 % end to end.\n";
   } else {
     const double gap = std::fabs(*c.total_b - *c.total_a);
     o << c.slower << " is slower by " << num(gap, "%.0f") << " ms a request.";
@@ -161,7 +164,9 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
        "alternating check by check so that time of day and client load fell on both alike.\n\n";
   o << "- " << c.name_a << ": " << a.target.base_url << " (" << a.started_at << " to " << a.finished_at << ")\n";
   o << "- " << c.name_b << ": " << b.target.base_url << " (" << b.started_at << " to " << b.finished_at << ")\n\n";
-  if (c.slower.empty()) {
+  if (!c.total_a || !c.total_b) {
+    o << "End to end the two could not be compared: " << (!c.total_a ? c.name_a : c.name_b) << " has no measured request.\n\n";
+  } else if (c.slower.empty()) {
     o << "End to end the two are within 5 % of each other.\n\n";
   } else {
     o << "**" << slow << " takes " << num(b_slower ? c.total_b : c.total_a, "%.0f") << " ms for a typical request where "
@@ -245,6 +250,11 @@ int measure_and_compare(Session& sa, Session& sb, const std::string& name_a, con
     return core::kExitCouldNotRun;
   }
   if (!ok || code_a == core::kExitCouldNotRun || code_b == core::kExitCouldNotRun) return core::kExitCouldNotRun;
+  if (!c.total_a || !c.total_b) {  // nothing to compare is not "within 5 %"
+    std::cerr << "infdoctor: error: no end-to-end time on " << (!c.total_a ? name_a : name_b)
+              << ": run the baseline check (it needs model=M) to compare the two end to end\n";
+    return core::kExitCouldNotRun;
+  }
   return c.slower.empty() ? core::kExitOk : core::kExitDegraded;
 }
 

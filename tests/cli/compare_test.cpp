@@ -133,6 +133,12 @@ TEST_CASE("compare: equal providers show no gap, bad specs are named") {
   const auto no_url = infdoctor({"compare", "--a", "one=,model=m", "--b", "two=" + b->base_url() + ",model=m"});
   CHECK(no_url.exit_code == 64);
   CHECK(no_url.err.find("--a needs a URL after NAME=") != std::string::npos);
+  // Nothing measured end to end is not "within 5 %".
+  const auto network_only = infdoctor({"compare", "--a", "one=" + a->base_url() + ",model=m", "--b", "two=" + b->base_url() + ",model=m",
+                                       "--checks", "transport"});
+  CHECK(network_only.exit_code == 3);
+  CHECK(network_only.err.find("no end-to-end time on one") != std::string::npos);
+  CHECK(network_only.out.find("within 5 %") == std::string::npos);
   const auto same_name = infdoctor({"compare", "--a", "x=" + a->base_url() + ",model=m", "--b", "x=" + b->base_url() + ",model=m"});
   CHECK(same_name.err.find("different names") != std::string::npos);
 }
