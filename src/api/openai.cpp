@@ -3,6 +3,8 @@
 #include <array>
 #include <cctype>
 
+#include "core/strings.h"
+
 namespace infdoctor::api {
 namespace {
 
@@ -247,8 +249,7 @@ bool ChatStream::on_anthropic_event(const json& j) {
 std::string error_body_line(std::string_view body, std::size_t max_chars) {
   const auto api_error = parse_error_body(body);
   std::string text = api_error && !api_error->message.empty() ? api_error->message : std::string(body);
-  std::string lower = text;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = core::lower(text);
   if (lower.find("<html") != std::string::npos || lower.find("<!doctype") != std::string::npos) {
     const auto open = lower.find("<title>"), close = lower.find("</title>");
     if (open != std::string::npos && close != std::string::npos && close > open) {

@@ -6,13 +6,14 @@
 #include <mutex>
 #include <vector>
 
+#include "core/strings.h"
+
 namespace infdoctor::core {
 namespace {
 
 // A query parameter or header whose name speaks of a secret.
 bool secret_name(std::string_view name) {
-  std::string n(name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string n = lower(name);
   static constexpr std::array<std::string_view, 8> kWords = {"key",  "token", "secret",     "sig",
                                                              "password", "auth", "credential", "cookie"};
   return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return n.find(w) != std::string::npos; });

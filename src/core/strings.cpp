@@ -1,6 +1,7 @@
 #include "core/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdarg>
 #include <cstdio>
 
@@ -78,6 +79,12 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
     }
   }
   return best;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace infdoctor::core

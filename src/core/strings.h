@@ -20,6 +20,9 @@ std::string fill_placeholders(const std::string& text, const std::function<std::
 // for "did you mean"; empty when none is that near.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates, std::size_t max_edits = 2);
 
+// `s` in ASCII lower case (header names, HTML tags, messages searched for a word).
+std::string lower(std::string_view s);
+
 // `items` with `sep` between them.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "core/interrupt.h"
+#include "core/strings.h"
 
 namespace infdoctor::http {
 namespace {
@@ -29,12 +30,6 @@ constexpr std::size_t kMaxKeptHeaderValue = 1024;
 void ensure_curl_global() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -175,7 +170,7 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
   }
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) return n;
-  std::string name = lower(trim(line.substr(0, colon)));
+  std::string name = core::lower(trim(line.substr(0, colon)));
   if (!is_kept_header(name)) return n;
   std::string_view value = trim(line.substr(colon + 1));
   if (value.size() > kMaxKeptHeaderValue) value = value.substr(0, kMaxKeptHeaderValue);
@@ -348,7 +343,7 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   r.connection_reused = connects == 0 && rc == CURLE_OK;
   char* scheme = nullptr;
   if (curl_easy_getinfo(e, CURLINFO_SCHEME, &scheme) == CURLE_OK && scheme)
-    r.is_tls = lower(scheme) == "https";
+    r.is_tls = core::lower(scheme) == "https";
   long req_size = 0;
   curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &req_size);
   curl_off_t up = 0;

@@ -1,22 +1,12 @@
 #include "run/pacer.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "core/strings.h"
 
 namespace infdoctor::run {
-
-namespace {
-
-bool has(const std::string& text, const char* word) {
-  std::string lower = text;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find(word) != std::string::npos;
-}
-
-}  // namespace
 
 std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample& s) {
   if (s.ok) return {};
@@ -30,7 +20,7 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
            s.model;
   }
   if (s.http_status == 404) {
-    if (has(what, "model"))
+    if (core::lower(what).find("model") != std::string::npos)
       return "the provider does not know model '" + s.model + "' (" + what + "): check --model; GET " +
              core::redact_url(ep.url("/models")) + " lists the models it serves";
     return "nothing answers at " + core::redact_url(ep.url(ep.chat_path())) + " (" + what +
