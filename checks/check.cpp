@@ -189,7 +189,8 @@ CheckContext::CheckContext(Target target, api::Endpoint endpoint, Ports ports)
       http_(ports.http ? ports.http : own_http_.get()),
       dns_(ports.dns ? ports.dns : &real_dns()),
       probes_(ports.probes ? ports.probes : &real_probes()),
-      progress_(ports.progress ? std::move(ports.progress) : [](const std::string&) {}) {}
+      progress_(ports.progress ? std::move(ports.progress) : [](const std::string&) {}),
+      waiting_(ports.waiting ? std::move(ports.waiting) : [](core::SteadyTime) {}) {}
 
 void CheckContext::set_addresses(std::vector<std::string> a) {
   addresses_ = std::move(a);
@@ -207,6 +208,7 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
 }
 
 bool CheckContext::idle_until(core::SteadyTime t) const {
+  waiting_(std::min(t, deadline_));
   if (!clock_.sleep_until(std::min(t, deadline_))) return false;
   return t <= deadline_;
 }

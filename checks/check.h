@@ -216,6 +216,7 @@ struct Ports {
   DnsPort* dns = nullptr;
   ProbePort* probes = nullptr;
   std::function<void(const std::string&)> progress;  // where the check is (core/progress); default: nowhere
+  std::function<void(core::SteadyTime)> waiting;      // the check idles until then (a countdown)
 };
 
 // What a check may touch: the target and endpoint, its deadline, the addresses earlier checks
@@ -260,6 +261,7 @@ class CheckContext {
   DnsPort* dns_;
   ProbePort* probes_;
   std::function<void(const std::string&)> progress_;
+  std::function<void(core::SteadyTime)> waiting_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
   std::vector<std::string> addresses_;
   Models models_;

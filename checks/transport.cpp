@@ -206,6 +206,7 @@ class TransportCheck final : public Check {
     ep.add_headers(req.headers);
     req.resolve = {pin};
     req.tls = ep.tls;
+    req.proxy = ep.proxy;
     req.fresh_connection = fresh;
     // No request may outlive the check's deadline.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.deadline() - ctx.clock().now());

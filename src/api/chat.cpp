@@ -29,6 +29,7 @@ http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bo
   req.body = build_chat_body(chat, ep.flavour);
   req.resolve = ep.resolve;
   req.tls = ep.tls;
+  req.proxy = ep.proxy;
   req.fresh_connection = fresh_connection;
   req.timeout = ep.timeout;
   req.connect_timeout = ep.connect_timeout;

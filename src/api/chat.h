@@ -1,6 +1,7 @@
 #pragma once
 // Runs chat-completion requests against one endpoint and turns each into a RequestSample.
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct Endpoint {
   std::string query;                 // appended to every URL (Azure's api-version)
   std::vector<std::string> headers;  // sent with every request (anthropic-version)
   http::TlsOptions tls;
+  std::optional<std::string> proxy;  // as http::Request::proxy
   std::vector<std::string> resolve;  // CURLOPT_RESOLVE pins
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds connect_timeout{10000};

@@ -8,8 +8,51 @@
 #include "api/flavour.h"
 #include "api/target.h"
 #include "core/redact.h"
+#include "core/strings.h"
 
 namespace infdoctor::api {
+
+namespace {
+
+const char* env_any(std::initializer_list<const char*> names, std::string& which) {
+  for (const char* n : names)
+    if (const char* v = std::getenv(n); v && *v) {
+      which = n;
+      return v;
+    }
+  return nullptr;
+}
+
+// no_proxy as curl reads it: "*", or comma-separated hosts and domain suffixes.
+bool bypassed(const std::string& host) {
+  std::string which;
+  const char* list = env_any({"no_proxy", "NO_PROXY"}, which);
+  if (!list) return false;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    if (item == "*") return true;
+    if (item.front() == '.') item.erase(0, 1);
+    if (host == item || (host.size() > item.size() && host.compare(host.size() - item.size(), item.size(), item) == 0 &&
+                         host[host.size() - item.size() - 1] == '.'))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string proxy_in_use(const Endpoint& ep) {
+  if (ep.proxy) return ep.proxy->empty() ? "" : core::redact_url(*ep.proxy) + " (from --proxy)";
+  auto target = parse_target(ep.base_url);
+  if (!target.ok() || bypassed(target->host)) return "";
+  std::string which;
+  const char* v = target->scheme == "https" ? env_any({"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}, which)
+                                            : env_any({"http_proxy", "all_proxy", "ALL_PROXY"}, which);
+  return v ? core::redact_url(v) + " (from $" + which + ")" : "";
+}
 
 core::Result<Endpoint> make_endpoint(const EndpointSpec& f) {
   using core::ErrorCode;
@@ -46,7 +89,7 @@ core::Result<Endpoint> make_endpoint(const EndpointSpec& f) {
   if (auto t = parse_target(ep.base_url); !t.ok())
     return core::make_error(ErrorCode::InvalidArgument, t.error().message, t.error().detail);
   if (!(f.timeout_s > 0 && f.timeout_s <= 86400))
-    return core::make_error(ErrorCode::InvalidArgument, "--timeout must lie in (0, 86400] seconds");
+    return core::make_error(ErrorCode::InvalidArgument, "--max-time must lie in (0, 86400] seconds");
   if (!(f.connect_timeout_s > 0 && f.connect_timeout_s <= 86400))
     return core::make_error(ErrorCode::InvalidArgument, "--connect-timeout must lie in (0, 86400] seconds");
   ep.timeout = std::chrono::milliseconds(static_cast<long long>(f.timeout_s * 1000));
@@ -58,6 +101,22 @@ core::Result<Endpoint> make_endpoint(const EndpointSpec& f) {
       return core::make_error(ErrorCode::InvalidArgument, "--resolve wants HOST:PORT:ADDRESS, got '" + r + "'");
   }
   ep.resolve = f.resolve;
+  for (const auto& h : f.headers) {
+    const auto colon = h.find(':');
+    if (colon == std::string::npos || colon == 0 || h.find_first_of(" \t\r\n") < colon)
+      return core::make_error(ErrorCode::InvalidArgument, "-H wants \"Name: value\", got '" + core::redact_url(h) + "'");
+    // A credential given as a header is a secret like the key: scrubbed from everything saved.
+    const std::string name = core::lower(h.substr(0, colon));
+    for (const char* word : {"auth", "key", "token", "secret", "cookie", "signature"})
+      if (name.find(word) != std::string::npos) {
+        std::string value = h.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(" \t"));
+        core::register_secret(value);
+        if (const auto sp = value.find(' '); sp != std::string::npos) core::register_secret(value.substr(sp + 1));
+      }
+    ep.headers.push_back(h);
+  }
+  ep.proxy = f.proxy;
   if (!f.api_key_file.empty()) {
     std::ifstream in(f.api_key_file);
     if (!in) return core::make_error(ErrorCode::InvalidArgument, "cannot read --api-key-file " + f.api_key_file);

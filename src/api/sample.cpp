@@ -1,6 +1,11 @@
 #include "api/sample.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "core/clock.h"
+#include "core/strings.h"
 
 namespace infdoctor::api {
 namespace {
@@ -38,6 +43,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.bytes_sent = r.bytes_sent;
   s.bytes_received = r.bytes_received;
   for (const auto& [k, v] : r.headers) s.headers[k] = v;
+  if (auto st = r.header("server-timing")) s.server_timing_ms = parse_server_timing(*st);
   s.dns_ms = ms(r.dns_phase());
   s.connect_ms = ms(r.connect_phase());
   s.tls_ms = ms(r.tls_phase());
@@ -167,6 +173,7 @@ void visit_fields(Sample& s, F&& f) {
   f("bytes_received", s.bytes_received);
   f("headers", s.headers);
   f("server_timings", s.server_timings);
+  f("server_timing_ms", s.server_timing_ms);
   f("client_parse_ms", s.client_parse_ms);
   f("client_start_lag_ms", s.client_start_lag_ms);
 }
@@ -179,6 +186,8 @@ template <class T>
 nlohmann::json value_json(const T& v) {
   return nlohmann::json(v);
 }
+// Unmeasured is null, not "": no request id, no peer address, no status line.
+nlohmann::json value_json(const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
 // Reads one field; null or absent leaves the default. A value of the wrong type throws
 // nlohmann's type_error, which sample_from_json turns into its error.
@@ -193,11 +202,58 @@ void read_value(const nlohmann::json& j, T& v) {
 
 }  // namespace
 
+std::map<std::string, double> parse_server_timing(std::string_view header) {
+  std::map<std::string, double> out;
+  const auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  std::size_t start = 0;
+  while (start <= header.size()) {
+    // One metric runs to the next comma outside quotes.
+    std::size_t end = start;
+    for (bool quoted = false; end < header.size() && (quoted || header[end] != ','); ++end)
+      if (header[end] == '"') quoted = !quoted;
+    const std::string_view metric = header.substr(start, end - start);
+    std::size_t semi = metric.find(';');
+    const std::string name(trim(metric.substr(0, semi)));
+    while (!name.empty() && semi != std::string_view::npos) {
+      const std::size_t next = metric.find(';', semi + 1);
+      const std::string_view param = trim(metric.substr(semi + 1, next == std::string_view::npos ? next : next - semi - 1));
+      if (param.size() > 4 && core::lower(param.substr(0, 4)) == "dur=") {
+        const std::string value(trim(param.substr(4)));
+        char* stop = nullptr;
+        const double d = std::strtod(value.c_str(), &stop);
+        if (stop && *stop == '\0' && std::isfinite(d) && d >= 0) out[name] = d;
+      }
+      semi = next;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string one_line(const RequestSample& s) {
+  char buf[160];
+  if (!s.ok) {
+    std::string line = s.error + (s.failed_phase.empty() ? "" : " in " + s.failed_phase);
+    if (s.http_status > 0) line += " (HTTP " + std::to_string(s.http_status) + ")";
+    return line + (s.error_message.empty() ? "" : ": " + s.error_message);
+  }
+  std::snprintf(buf, sizeof buf, "HTTP/%s %ld, first token %.0f ms, %.2f s, %lld+%lld tokens%s",
+                s.http_version.empty() ? "?" : s.http_version.c_str(), s.http_status, s.ttft_ms.value_or(0),
+                s.total_ms.value_or(0) / 1000.0, static_cast<long long>(s.prompt_tokens.value_or(0)),
+                static_cast<long long>(s.output_tokens.value_or(0)), s.connection_reused ? "" : ", new connection");
+  return buf;
+}
+
 nlohmann::json to_json(const RequestSample& s) {
   nlohmann::json j = nlohmann::json::object();
   visit_fields(s, [&](const char* name, const auto& v) { j[name] = value_json(v); });
   if (s.ok)  // what failed is unmeasured, not empty, on a request that did not fail
     for (const char* name : {"error", "error_message", "failed_phase"}) j[name] = nullptr;
+  if (s.http_status <= 0) j["http_status"] = nullptr;  // no answer came
   return j;
 }
 

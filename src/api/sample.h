@@ -47,6 +47,7 @@ struct RequestSample {
   std::int64_t bytes_sent = 0, bytes_received = 0;
   std::map<std::string, std::string> headers;  // the kept identifying and timing headers
   nlohmann::json server_timings;               // llama.cpp `timings` and the like, as sent
+  std::map<std::string, double> server_timing_ms;  // the server-timing header: each metric's dur
   double client_parse_ms = 0;                  // infdoctor's own SSE and JSON parsing time
   std::optional<double> client_start_lag_ms;   // infdoctor's hand-off to libcurl's transfer start
 };
@@ -56,6 +57,12 @@ RequestSample make_sample(const http::Response& resp, const ChatStream* stream, 
                           Flavour flavour = Flavour::OpenAI);
 
 nlohmann::json to_json(const RequestSample& s);
+// A Server-Timing header (W3C): "db;dur=53, app;desc=\"x\";dur=47.2" -> {db: 53, app: 47.2}.
+// Metrics without a dur are left out; a malformed one does not stop the others.
+std::map<std::string, double> parse_server_timing(std::string_view header);
+// One line for a log (--verbose): "HTTP/2 200, first token 212 ms, 1.40 s, 120+64 tokens" or the
+// failure ("timeout in first_token: ...").
+std::string one_line(const RequestSample& s);
 // A sample as to_json wrote it (results.json, samples.jsonl); a field of the wrong type is an error.
 core::Result<RequestSample> sample_from_json(const nlohmann::json& j);
 

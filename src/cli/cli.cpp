@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bundle/bundle.h"
 #include "cli/commands.h"
 #include "core/redact.h"
 #include "core/strings.h"
@@ -20,6 +21,21 @@ namespace infdoctor::cli {
 namespace {
 
 std::string g_command;  // the (innermost) subcommand named, for pointers to its --help
+
+// Flags whose names now mean one thing everywhere: what an old command line is told.
+struct Renamed {
+  const char* command;
+  const char* old_name;
+  const char* now;
+};
+constexpr Renamed kRenamed[] = {
+    {"run", "--prompt-tokens", "--sweep-prompt-tokens (--prompt-tokens is one request's prompt, in probe)"},
+    {"run", "--max-tokens", "--sweep-max-tokens (--max-tokens is one request's max_tokens, in probe)"},
+    {"compare", "--prompt-tokens", "--sweep-prompt-tokens"},
+    {"compare", "--max-tokens", "--sweep-max-tokens"},
+    {"run", "-m", "--model (-m is curl's --max-time)"},
+    {"probe", "-m", "--model (-m is curl's --max-time)"},
+};
 
 void print_error(const std::string& message, const std::string& detail) {
   std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
@@ -57,13 +73,22 @@ std::string unknown_word(CLI::App& app, int argc, char** argv) {
         if (std::find(own.begin(), own.end(), name) != own.end()) match = o;
         for (const auto& l : o->get_lnames()) names.push_back("--" + l);
       }
+    if (match && !is_long && name == "m" && i + 1 < argc && !std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
+      match = nullptr;  // -m MODEL from before -m was curl's --max-time
     if (!match) {
+      for (const Renamed& r : kRenamed)
+        if (cmd->get_name() == r.command && std::string(r.old_name) == (is_long ? "--" : "-") + name)
+          return std::string(r.old_name) + " is now " + r.now;
       const std::string near = core::closest("--" + name, names);
       return std::string("unknown option ") + (is_long ? "--" : "-") + name + (cmd == &app ? "" : " for '" + cmd->get_name() + "'") +
              (near.empty() ? "" : "; did you mean " + near + "?");
     }
-    // The next word is this option's value, unless it came with '=' or the option takes none.
-    if (match->get_expected_min() > 0 && arg.find('=') == std::string::npos && (is_long || arg.size() == 2)) ++i;
+    // The next word is this option's value, unless it came with '=' or the option takes none; an
+    // optional value (--json [FILE]) is the next word when that is not an option.
+    const bool takes_next = match->get_expected_min() > 0 ||
+                            (match->get_expected_max() > 0 && i + 1 < argc &&
+                             (argv[i + 1][0] != '-' || std::string(argv[i + 1]) == "-"));
+    if (takes_next && arg.find('=') == std::string::npos && (is_long || arg.size() == 2)) ++i;
   }
   return {};
 }
@@ -83,6 +108,21 @@ int fail_usage(const std::string& message, const std::string& detail) {
 
 int fail(const core::Error& e) {
   return e.code == core::ErrorCode::InvalidArgument ? fail_usage(e.message, e.detail) : fail_config(e.message, e.detail);
+}
+
+std::string missing_before_json(const std::string& what, const std::string& json) {
+  if (json.empty() || json == "-") return what + " is required";
+  return what + " is required: '" + json + "' was read as --json's FILE; put " + what + " before --json";
+}
+
+int emit_json(const std::string& where, const nlohmann::json& j) {
+  const std::string text = core::scrub(j.dump(2)) + "\n";
+  if (where == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (auto st = bundle::write_replacing(where, text); !st.ok()) return fail_config(st.error().message, st.error().detail);
+  return kExitOk;
 }
 
 int run(int argc, char** argv) {

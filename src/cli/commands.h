@@ -19,6 +19,16 @@ std::pair<CLI::App*, std::shared_ptr<Options>> add_command(CLI::App& app, std::f
   return {cmd, opts};
 }
 
+// `--json [FILE]`, the same in every command: alone or with '-' the JSON goes to stdout instead of
+// the text; with FILE it is written there (whole, under a temporary name first) and the text
+// still goes to stdout.
+inline CLI::Option* add_json_flag(CLI::App& cmd, std::string& into, const std::string& what) {
+  return cmd.add_option("--json", into, what + " on stdout instead of the text; with FILE, into FILE as well as the text")
+      ->expected(0, 1)
+      ->default_str("-")
+      ->type_name("[FILE]");
+}
+
 void add_probe_command(CLI::App& app, std::function<int()>& chosen);
 void add_run_command(CLI::App& app, std::function<int()>& chosen);
 void add_explain_command(CLI::App& app, std::function<int()>& chosen);

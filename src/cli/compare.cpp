@@ -67,7 +67,8 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
   RunOptions& r = o->run;
   cmd->add_option("--cacert", r.endpoint.cacert, "PEM bundle of CA certificates to trust, for both");
   cmd->add_flag("--insecure,-k", r.endpoint.insecure, "do not verify certificates (both)");
-  cmd->add_option("--timeout", r.endpoint.timeout_s, "deadline for one request, in seconds")->capture_default_str();
+  cmd->add_option("--max-time,-m,--timeout", r.endpoint.timeout_s, "deadline for one request, in seconds (both)")
+      ->capture_default_str();
   cmd->add_option("--max-requests", r.max_requests, "most model requests against each endpoint")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
@@ -75,11 +76,11 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_flag("--quiet,-s", r.quiet, "no progress on stderr: errors and warnings only");
   cmd->add_flag("--full", r.plan.full, "more samples, longer idle gaps, higher concurrency");
   cmd->add_option("--checks", r.plan.checks, "comma-separated checks to run (default: all but soak)");
-  cmd->add_option("--max-tokens", r.plan.max_tokens, "output sizes of the decode sweep, e.g. 1,32,128");
-  cmd->add_option("--prompt-tokens", r.plan.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
+  cmd->add_option("--sweep-max-tokens", r.plan.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
+  cmd->add_option("--sweep-prompt-tokens", r.plan.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
   cmd->add_option("--set", r.plan.sets, "CHECK.NAME=VALUE: a check's own setting, for both");
   cmd->add_option("--rules", r.rules_dir, "directory of rule files instead of the built-in rules");
-  cmd->add_option("--json", r.outputs.json, "write the comparison and both runs as JSON to FILE, or to stdout with '-'");
+  add_json_flag(*cmd, r.outputs.json, "the comparison and both runs as JSON");
   cmd->add_option("--bundle", r.outputs.bundle,
                   "write a directory: each side's evidence bundle, comparison.json, and summary.md for the slower "
                   "provider");

@@ -16,6 +16,7 @@ struct DemoOptions {
   bool list = false;
   std::string bundle;
   std::string json_out;
+  bool quiet = false;
 };
 
 int run_demo(const DemoOptions& o) {
@@ -46,6 +47,7 @@ int run_demo(const DemoOptions& o) {
   }
   r.outputs.bundle = o.bundle;
   r.outputs.json = o.json_out;
+  r.quiet = o.quiet;
   return (*env)->run_client([&] { return run_with(r, "infdoctor demo --fault " + fault->name); });
 }
 
@@ -60,7 +62,8 @@ void add_demo_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--fault", opts->fault, "the fault to plant")->capture_default_str();
   cmd->add_flag("--list-faults", opts->list, "list the faults and the diagnosis each must give");
   cmd->add_option("--bundle", opts->bundle, "write the evidence bundle to PATH (directory or .tar.gz)");
-  cmd->add_option("--json", opts->json_out, "write results.json to FILE, or to stdout with '-'");
+  add_json_flag(*cmd, opts->json_out, "results.json");
+  cmd->add_flag("--quiet,-s", opts->quiet, "no progress on stderr: errors and warnings only");
 }
 
 }  // namespace infdoctor::cli

@@ -15,10 +15,11 @@ namespace {
 struct ExplainOptions {
   std::string path;
   std::string rules_dir;
-  bool json = false;
+  std::string json;  // --json [FILE]
 };
 
 int run_explain(const ExplainOptions& o) {
+  if (o.path.empty()) return fail_usage(missing_before_json("the PATH of the saved results", o.json));
   auto j = bundle::read_results(o.path);
   if (!j.ok()) return fail_config(j.error().message, j.error().detail);
   auto result = run::from_json(j.value());
@@ -28,9 +29,10 @@ int run_explain(const ExplainOptions& o) {
   for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
   if (!rules.ok()) return fail_config(rules.error().message, rules.error().detail);
   run::rediagnose(result.value(), rules.value());
-  if (o.json) {
-    std::cout << nlohmann::json{{"diagnosis", rules::to_json(result->diagnosis)}}.dump(2) << '\n';
-  } else {
+  if (!o.json.empty())
+    if (const int code = emit_json(o.json, {{"diagnosis", rules::to_json(result->diagnosis)}}); code != kExitOk)
+      return code;
+  if (o.json != "-") {
     std::cout << "infdoctor explain  " << result->target.base_url << "  measured " << result->started_at << "\n\n"
               << report::render_diagnosis(result->diagnosis);
   }
@@ -54,9 +56,9 @@ void add_explain_command(CLI::App& app, std::function<int()>& chosen) {
       "Re-apply the rules to saved results (a bundle directory, a .tar.gz bundle or a results.json) and print the\n"
       "diagnosis again, without sending a request. With --rules DIR, newer or your own rules.",
       run_explain);
-  cmd->add_option("path", opts->path, "bundle directory, bundle .tar.gz or results.json")->required();
+  cmd->add_option("path", opts->path, "bundle directory, bundle .tar.gz or results.json");
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
-  cmd->add_flag("--json", opts->json, "print the diagnosis as JSON");
+  add_json_flag(*cmd, opts->json, "the diagnosis as JSON");
 
   auto dir = std::make_shared<std::string>();
   CLI::App* rules = app.add_subcommand("rules", "Work with rule files.");

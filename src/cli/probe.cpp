@@ -21,7 +21,9 @@ struct ProbeOptions {
   std::string prompt;
   int prompt_tokens = 0;
   int max_tokens = 64;
-  bool json = false;
+  std::string json;  // --json [FILE]
+  bool verbose = false;
+  bool quiet = false;
 };
 
 int run_probe(const ProbeOptions& o) {
@@ -32,14 +34,23 @@ int run_probe(const ProbeOptions& o) {
   chat.prompt = o.prompt_tokens > 0 ? api::synthetic_prompt(o.prompt_tokens)
                                     : (o.prompt.empty() ? std::string("Say hello.") : o.prompt);
   chat.max_tokens = o.max_tokens;
+  if (o.endpoint.insecure)
+    std::cerr << "infdoctor: warning: -k: the server's certificate and name are not checked; anyone on the path "
+                 "could answer\n";
+  if (const std::string proxy = api::proxy_in_use(*ep); !proxy.empty() && !o.quiet)
+    std::cerr << "infdoctor: note: the request goes through the proxy " << proxy << ", and its timings include it\n";
   http::Client client;
   const api::RequestSample s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
   const std::string url = core::redact_url(ep->url(ep->chat_path()));
-  if (o.json) {
-    std::cout << core::scrub(report::probe_json(s).dump(2)) << '\n';
-  } else if (s.ok) {
-    std::cout << report::render_probe(s, url);
+  if (o.verbose) {  // as curl -v shows them: what went out, what came back
+    std::cerr << "> POST " << url << '\n';
+    if (!s.remote_ip.empty()) std::cerr << "* " << (s.connection_reused ? "reused" : "connected to") << ' ' << s.remote_ip << '\n';
+    if (s.http_status > 0) std::cerr << "< HTTP/" << s.http_version << ' ' << s.http_status << '\n';
+    for (const auto& [name, value] : s.headers) std::cerr << "< " << name << ": " << core::scrub(value) << '\n';
   }
+  if (!o.json.empty())
+    if (const int code = emit_json(o.json, report::probe_json(s)); code != kExitOk) return code;
+  if (o.json != "-" && s.ok) std::cout << report::render_probe(s, url);
   if (!s.ok) {
     // The cause and its fix where a fix is known (the key, the URL, the model), as `run` says it.
     std::string line = run::unreachable_cause(*ep, s);
@@ -61,7 +72,7 @@ void add_probe_command(CLI::App& app, std::function<int()>& chosen) {
       "Example: OPENAI_API_KEY=... infdoctor probe --base-url https://api.example.com/v1 --model my-model",
       run_probe);
   add_endpoint_flags(*cmd, opts->endpoint);
-  cmd->add_option("--model,-m", opts->model, "model to ask")->required();
+  cmd->add_option("--model", opts->model, "model to ask")->required();
   auto* prompt = cmd->add_option("--prompt", opts->prompt, "prompt text (default: a short greeting)");
   cmd->add_option("--prompt-tokens", opts->prompt_tokens, "use a synthetic prompt of about N tokens instead")
       ->check(CLI::Range(1, 10000000))
@@ -69,7 +80,9 @@ void add_probe_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--max-tokens", opts->max_tokens, "max_tokens of the request")
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json, "print one JSON object instead of the table");
+  add_json_flag(*cmd, opts->json, "one JSON object");
+  cmd->add_flag("--quiet,-s", opts->quiet, "no notes on stderr: errors and warnings only");
+  cmd->add_flag("--verbose,-v", opts->verbose, "also the request line, the peer and the response's kept headers on stderr");
 }
 
 }  // namespace infdoctor::cli

@@ -25,7 +25,7 @@ int run_with(const RunOptions& o, const std::string& command_line) {
     return kExitOk;
   }
   auto session =
-      run::Session::open({plan.value(), o.rules_dir, o.slo, o.outputs, command_line, o.quiet}, std::move(subject));
+      run::Session::open({plan.value(), o.rules_dir, o.slo, o.outputs, command_line, o.quiet, o.verbose}, std::move(subject));
   if (!session.ok()) return fail(session.error());
   run::RunResult result = (*session)->measure();
   (*session)->diagnose(result);
@@ -48,7 +48,7 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   add_endpoint_flags(*cmd, opts->endpoint);
   run::PlanOptions& p = opts->plan;
   run::Outputs& out = opts->outputs;
-  cmd->add_option("--model,-m", opts->model, "the model to diagnose (without it the model checks are skipped)");
+  cmd->add_option("--model", opts->model, "the model to diagnose (without it the model checks are skipped)");
   cmd->add_option("--small-model", opts->small_model, "a small model on the same endpoint, for comparison");
   cmd->add_option("--max-requests", opts->max_requests, "most model requests the run may send")
       ->check(CLI::Range(0, 1000000))
@@ -58,8 +58,8 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(1, 4096));
   cmd->add_flag("--quick", p.quick, "fewer samples and sizes: about a minute against a healthy endpoint");
   cmd->add_flag("--full", p.full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
-  cmd->add_option("--prompt-tokens", p.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
-  cmd->add_option("--max-tokens", p.max_tokens, "output sizes of the decode sweep, e.g. 1,32,128");
+  cmd->add_option("--sweep-prompt-tokens", p.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
+  cmd->add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
   cmd->add_option("--idle-gaps", p.idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
   cmd->add_option("--concurrency", p.concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
   cmd->add_option("--soak-minutes", p.soak_minutes, "run the soak check for this many minutes")
@@ -72,7 +72,7 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--set", p.sets,
                   "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3");
-  cmd->add_option("--json", out.json, "write results.json to FILE, or to stdout with '-' (instead of the report)");
+  add_json_flag(*cmd, out.json, "results.json");
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
   cmd->add_option("--slo", opts->slo,
                   "your own limits, e.g. ttft_p50_ms=2000,itl_p99_ms=80 (or full metric names): a violated one is a "
@@ -82,6 +82,7 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_flag("--quiet,-s", opts->quiet, "no progress, plan line or notes on stderr: errors and warnings only");
+  cmd->add_flag("--verbose,-v", opts->verbose, "also one line on stderr per model request as it completes");
   cmd->add_flag("--dry-run", opts->dry_run,
                 "print every step the run would take, its model requests and their token cost; send nothing");
   cmd->add_option("--history", out.history,

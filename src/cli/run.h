@@ -20,6 +20,7 @@ struct RunOptions {
   std::string slo;
   bool dry_run = false;
   bool quiet = false;
+  bool verbose = false;
 };
 
 // Runs the checklist as `infdoctor run` does and returns its exit code. `command_line` is what

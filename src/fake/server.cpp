@@ -28,6 +28,8 @@
 #include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.h"
+
 namespace infdoctor::fake {
 namespace {
 
@@ -206,6 +208,10 @@ struct Server::Impl {
     r.request_line = std::string(req.method_string()) + " " + std::string(req.target());
     r.key_header = presented_key(req).first;
     if (auto it = req.find("anthropic-version"); it != req.end()) r.anthropic_version = std::string(it->value());
+    for (const auto& field : req) {
+      const std::string name = core::lower(std::string(field.name_string()));
+      if (name != r.key_header) r.headers[name] = std::string(field.value());
+    }
     if (body.is_object())
       for (const auto& [k, _] : body.items()) r.body_keys.push_back(k);
     std::lock_guard lock(mu);

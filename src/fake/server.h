@@ -5,6 +5,7 @@
 // a plain wait on an absolute steady-clock deadline.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct ServedRequest {
   std::string key_header;
   std::string anthropic_version;
   std::vector<std::string> body_keys;
+  // Every other header, lower-case name to value (user-agent, accept-encoding, -H extras).
+  std::map<std::string, std::string> headers;
 };
 
 class Server {

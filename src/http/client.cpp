@@ -301,6 +301,7 @@ void setup(Transfer& t, SocketLedger& ledger) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
+  if (r.proxy) curl_easy_setopt(e, CURLOPT_PROXY, r.proxy->c_str());
   for (const auto& h : r.headers) t.header_list = curl_slist_append(t.header_list, h.c_str());
   // A large POST would otherwise wait for "100 Continue" and distort the phase timers.
   t.header_list = curl_slist_append(t.header_list, "Expect:");

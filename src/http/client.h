@@ -40,6 +40,8 @@ struct Request {
   std::string body;
   std::vector<std::string> resolve;  // CURLOPT_RESOLVE pins, "host:port:address"
   TlsOptions tls;
+  // curl's --proxy: unset, libcurl's own choice from http_proxy/https_proxy/no_proxy; "" none.
+  std::optional<std::string> proxy;
   bool fresh_connection = false;     // no reuse: connect and TLS are measured
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds connect_timeout{10000};

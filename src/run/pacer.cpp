@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/endpoint_spec.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
 #include "core/strings.h"
@@ -26,11 +27,34 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
     return "nothing answers at " + core::redact_url(ep.url(ep.chat_path())) + " (" + what +
            "): is the base URL right? For OpenAI-compatible servers it usually ends in /v1";
   }
+  // Through a proxy, a failure to connect or resolve may be the proxy's: said first.
+  const std::string proxy = api::proxy_in_use(ep);
+  const std::string via = proxy.empty() ? "" : " through the proxy " + proxy;
+  const bool https = ep.base_url.rfind("https:", 0) == 0;
+  const std::string msg = core::lower(what);
+  const std::string proxy_fix = "is the proxy up, and should this host go through it at all (no_proxy, --proxy '')?";
   if (s.error == "resolve_failed")
-    return "the API host does not resolve (" + what + "): check the host in the base URL and the resolver";
+    return "the API host does not resolve" + via + " (" + what +
+           "): " + (via.empty() ? "check the host in the base URL and the resolver" : proxy_fix);
   if (s.error == "connect_failed" || s.error == "connect_refused")
-    return "nothing accepts connections at " + core::redact_url(ep.base_url) + " (" + what +
-           "): is the host and port of the base URL right, and is the server up?";
+    return "nothing accepts connections at " + core::redact_url(ep.base_url) + via + " (" + what + "): " +
+           (via.empty() ? "is the host and port of the base URL right, and is the server up?" : proxy_fix);
+  if (s.error == "tls_failed" && https &&
+      (msg.find("wrong version number") != std::string::npos || msg.find("packet length too long") != std::string::npos))
+    return "the server at " + core::redact_url(ep.base_url) + " answered the TLS handshake in plain text (" + what +
+           "): it speaks HTTP, not HTTPS; use http:// in the base URL";
+  if (s.error == "tls_failed" && https && via.empty() && msg.find("ssl_error_syscall") != std::string::npos)
+    return "the server at " + core::redact_url(ep.base_url) + " closed the connection during the TLS handshake (" +
+           what + "): if that port speaks plain HTTP, use http:// in the base URL";
+  if (!https && (s.error == "connection_closed" || s.error == "malformed_stream" ||
+                 (s.http_status == 400 && msg.find("https") != std::string::npos)))
+    return "the server at " + core::redact_url(ep.base_url) + " did not answer plain HTTP (" + what +
+           "): if that port speaks TLS, use https:// in the base URL";
+  if (s.error == "tls_failed" &&
+      (msg.find("self-signed") != std::string::npos || msg.find("self signed") != std::string::npos ||
+       msg.find("unable to get local issuer") != std::string::npos || msg.find("unknown ca") != std::string::npos))
+    return "the server's certificate is not signed by a CA this machine trusts (" + what +
+           "): give that CA with --cacert FILE, or skip the check with -k (never against a production API)";
   return {};
 }
 
@@ -53,6 +77,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
                                 " requests sent; this step needs " + std::to_string(n) + " more (--max-requests)");
   if (const auto now = clock_.now(); now < not_before_) {
     if (progress_) progress_("waiting out the provider's Retry-After");
+    if (waiting_) waiting_(std::min(not_before_, deadline));
     const auto until = std::min(not_before_, deadline);
     retry_wait_ms_ += core::to_ms(core::elapsed_us(now, until));
     if (!clock_.sleep_until(until)) return core::interrupted_error();
@@ -75,11 +100,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
 }
 
 void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
-  if (sample_sink_) {
-    nlohmann::json line = api::to_json(s);
-    line["check"] = current_check_;
-    sample_sink_(line);
-  }
+  if (sample_sink_) sample_sink_(s, current_check_);
   if (ok_ == 0 && unreachable_.empty()) {
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it

@@ -27,10 +27,15 @@ class Pacer final : public checks::ModelPort {
   core::Result<std::vector<api::RequestSample>> chat(const api::Endpoint& ep, const std::vector<api::ChatRequest>& reqs,
                                                      core::SteadyTime deadline) override;
 
-  // Every sample also goes here as it completes (the bundle's samples.jsonl), with the check's id.
-  void set_sample_sink(std::function<void(const nlohmann::json&)> sink) { sample_sink_ = std::move(sink); }
+  // Every sample also goes here as it completes, with the check's id (the bundle's samples.jsonl,
+  // --verbose's request lines).
+  using SampleSink = std::function<void(const api::RequestSample&, const std::string& check)>;
+  void set_sample_sink(SampleSink sink) { sample_sink_ = std::move(sink); }
   void set_current_check(std::string id) { current_check_ = std::move(id); }
-  void set_progress(std::function<void(const std::string&)> p) { progress_ = std::move(p); }
+  void set_progress(std::function<void(const std::string&)> p, std::function<void(core::SteadyTime)> waiting = {}) {
+    progress_ = std::move(p);
+    waiting_ = std::move(waiting);
+  }
 
   // Set when the run's model requests could not get through at all: nothing succeeded and the
   // first failure was one no retry mends (the key refused, a wrong base URL or model, nothing
@@ -56,8 +61,9 @@ class Pacer final : public checks::ModelPort {
   int spent_ = 0;
   int rate_limited_ = 0;
   double retry_wait_ms_ = 0;
-  std::function<void(const nlohmann::json&)> sample_sink_;
+  SampleSink sample_sink_;
   std::function<void(const std::string&)> progress_;
+  std::function<void(core::SteadyTime)> waiting_;
   std::string current_check_;
   core::SteadyTime not_before_{};
   std::chrono::milliseconds backoff_{0};

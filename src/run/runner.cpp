@@ -8,6 +8,7 @@
 #include "core/interrupt.h"
 #include "core/redact.h"
 #include "core/strings.h"
+#include "core/version.h"
 #include "history/history.h"
 #include "rules/embedded.h"
 
@@ -109,7 +110,11 @@ nlohmann::json to_json(const RunResult& r) {
   for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
   nlohmann::json history = nlohmann::json::object();
   for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
+  const auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
   return {{"schema", "infdoctor.results/1"},
+          {"infdoctor_version", core::kVersion},
+          {"exit_code", exit_code(r)},
+          {"models", {{"target", text_or_null(r.models.target)}, {"small", text_or_null(r.models.small)}}},
           {"run", {{"metrics", run_metrics}}},
           {"diagnosis", rules::to_json(r.diagnosis)},
           {"target",
@@ -304,6 +309,10 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
     r.finished_at = j.at("finished_at").get<std::string>();
     if (auto it = j.find("interrupted_by"); it != j.end() && it->is_string()) r.interrupted_by = it->get<std::string>();
     if (auto it = j.find("unreachable"); it != j.end() && it->is_string()) r.unreachable = it->get<std::string>();
+    if (auto m = j.find("models"); m != j.end() && m->is_object()) {
+      if (auto t = m->find("target"); t != m->end() && t->is_string()) r.models.target = t->get<std::string>();
+      if (auto s = m->find("small"); s != m->end() && s->is_string()) r.models.small = s->get<std::string>();
+    }
     if (j.contains("run"))
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();

@@ -28,6 +28,7 @@ struct RunResult {
   std::string unreachable;
   // With --preset: {"name", "requests", "signals": [{"signal", "seen_in"}]} (preset_signals).
   nlohmann::json preset;
+  checks::Models models;  // the target model and the small one, as asked ("" when not)
 };
 
 // How many of the run's model requests carried each signal the preset expects.

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "api/endpoint_spec.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
@@ -59,25 +60,41 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
   s->progress_ = std::make_unique<core::Progress>(core::Progress::mode_for(stderr, o.quiet));
   core::Progress* progress = s->progress_.get();
   s->pacer_ = std::make_unique<Pacer>(core::real_clock(), s->subject_.max_requests);
-  s->pacer_->set_progress([progress](const std::string& step) { progress->step(step); });
+  const auto step = [progress](const std::string& text) { progress->step(text); };
+  const auto waiting = [progress](core::SteadyTime until) { progress->wait_until(until); };
+  s->pacer_->set_progress(step, waiting);
   checks::Ports ports;
   ports.model = s->pacer_.get();
-  ports.progress = [progress](const std::string& step) { progress->step(step); };
+  ports.progress = step;
+  ports.waiting = waiting;
   s->ctx_ = std::make_unique<checks::CheckContext>(target.value(), s->subject_.endpoint, std::move(ports));
   s->ctx_->set_models(s->subject_.models);
-  if (s->samples_) {
-    bundle::SampleLog* log = s->samples_.get();
-    s->pacer_->set_sample_sink([log](const nlohmann::json& line) { log->append(line); });
-  }
+  bundle::SampleLog* log = s->samples_.get();
+  const bool verbose = o.verbose;
+  if (log || verbose)
+    s->pacer_->set_sample_sink([log, verbose, progress](const api::RequestSample& sample, const std::string& check) {
+      if (log) {
+        nlohmann::json line = api::to_json(sample);
+        line["check"] = check;
+        log->append(line);
+      }
+      if (verbose) progress->note(check + ": " + api::one_line(sample));
+    });
   return s;
 }
 
 Session::~Session() = default;
 
 void Session::announce() const {
-  if (options_.quiet) return;
-  const auto planned = steps();
   const api::Endpoint& ep = subject_.endpoint;
+  // A proxy from the environment is easy to forget, and every timing then includes it.
+  if (const std::string proxy = api::proxy_in_use(ep); !proxy.empty() && !ep.proxy)
+    std::cerr << "infdoctor: warning: every HTTP request goes through the proxy " << proxy
+              << ", and every timing includes it (--proxy '' to go direct)\n";
+  if (options_.quiet) return;
+  if (const std::string proxy = api::proxy_in_use(ep); !proxy.empty() && ep.proxy)
+    std::cerr << "infdoctor: note: every HTTP request goes through the proxy " << proxy << '\n';
+  const auto planned = steps();
   if (ep.api_key.empty() && planned_cost(planned).requests > 0)
     std::cerr << "infdoctor: note: no API key"
               << (ep.key_env.empty() ? std::string() : " ($" + ep.key_env + " is unset or empty)")
@@ -99,6 +116,7 @@ std::vector<RunResult> Session::measure_together(const std::vector<Session*>& se
   }
   core::install_interrupt_handlers();
   std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);
+  for (std::size_t i = 0; i < sessions.size(); ++i) results[i].models = sessions[i]->subject_.models;
   for (std::size_t i = 0; i < sessions.size(); ++i)
     if (const api::Preset* p = api::find_preset(sessions[i]->subject_.preset))
       results[i].preset = preset_signals(*p, results[i]);

@@ -46,6 +46,7 @@ struct SessionOptions {
   Outputs outputs;
   std::string command_line;  // redacted; the bundle records it
   bool quiet = false;        // no progress, no plan line, no notes: errors and warnings only
+  bool verbose = false;      // and a line per model request as it completes
 };
 
 class Session {

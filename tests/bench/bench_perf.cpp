@@ -381,13 +381,13 @@ void quick_and_growth() {
   }
   for (const char* prompt : {"4096", "8192", "16384", "32768"}) {
     const RunCost c = run_infdoctor({"--base-url", fake.base_url, "--model", "fast", "--checks", "sweep",
-                                     "--prompt-tokens", prompt, "--max-tokens", "1", "--set", "sweep.repeats=3"});
+                                     "--sweep-prompt-tokens", prompt, "--sweep-max-tokens", "1", "--set", "sweep.repeats=3"});
     std::printf("| prefill sweep, prompt of %s tokens, 3 repeats (+3 decode requests) | %d | %.1f | %.3f | %.1f MB |\n", prompt, c.requests, c.wall_s,
                 c.cpu_s, c.rss_mb);
   }
   for (const char* sweep : {"64,128", "64,128,256", "64,128,256,512", "64,128,256,512,1024"}) {
     const RunCost c = run_infdoctor({"--base-url", fake.base_url, "--model", "fast", "--checks", "sweep",
-                                     "--prompt-tokens", "64", "--max-tokens", sweep, "--set", "sweep.repeats=1"});
+                                     "--sweep-prompt-tokens", "64", "--sweep-max-tokens", sweep, "--set", "sweep.repeats=1"});
     std::printf("| decode sweep up to %s tokens | %d | %.1f | %.3f | %.1f MB |\n", std::strrchr(sweep, ',') + 1,
                 c.requests, c.wall_s, c.cpu_s, c.rss_mb);
   }

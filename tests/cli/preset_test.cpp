@@ -143,8 +143,8 @@ TEST_CASE("run --preset anthropic: the same checks measure a Messages API, repro
   const std::string dir = "/tmp/infdoctor-anthropic-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   auto r = net::run_command({test::infdoctor_bin(), "run", "--preset", "anthropic", "--base-url", server->base_url(),
-                             "--model", "claude", "--checks", "transport,baseline,sweep", "--prompt-tokens", "64,1024",
-                             "--max-tokens", "1,64", "--bundle", dir, "--json", "-"},
+                             "--model", "claude", "--checks", "transport,baseline,sweep", "--sweep-prompt-tokens", "64,1024",
+                             "--sweep-max-tokens", "1,64", "--bundle", dir, "--json", "-"},
                             120s);
   ::unsetenv("ANTHROPIC_API_KEY");
   REQUIRE(r.ok());

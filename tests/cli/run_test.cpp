@@ -108,4 +108,29 @@ TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing"
   CHECK(server->served().empty());
 }
 
+
+TEST_CASE("the plan line states the model requests the run then sends, for any choice of checks and models") {
+  struct Case {
+    std::vector<std::string> args;
+  };
+  const std::vector<Case> cases = {
+      {{"--model", "big", "--checks", "baseline"}},  // no small model: only the target's share
+      {{"--model", "big", "--small-model", "small", "--checks", "baseline,sweep,serialization,concurrency"}},
+      {{"--checks", "transport,baseline,sweep"}},  // no model at all: no model requests, no plan line
+  };
+  for (const auto& c : cases) {
+    auto server = test::start_fake(kHealthy);
+    std::vector<std::string> args = {"--base-url", server->base_url(), "--quick", "--json", "-"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = run(args);
+    CHECK(r.exit_code <= 1);
+    std::size_t sent = 0;
+    for (const auto& s : server->served())
+      if (s.request_line.find("/chat/completions") != std::string::npos) ++sent;
+    const auto at = r.err.find("plan: at most ");
+    const std::size_t planned = at == std::string::npos ? 0 : std::stoul(r.err.substr(at + 14));
+    CHECK_MESSAGE(planned == sent, c.args.back() << ": plan " << planned << ", sent " << sent << "\n" << r.err);
+  }
+}
+
 }  // namespace infdoctor

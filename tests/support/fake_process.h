@@ -21,6 +21,7 @@ class TempFile {
   explicit TempFile(const std::string& content, const std::string& name = "file");
   ~TempFile();
   const std::string& path() const { return path_; }
+  const std::string& dir() const { return dir_; }  // its own directory, removed with it
 
  private:
   std::string dir_, path_;

@@ -173,4 +173,15 @@ TEST_CASE("a sample read back from its JSON is the same sample, field for field"
   CHECK_FALSE(sample_from_json(nlohmann::json::array()).ok());
 }
 
+
+TEST_CASE("Server-Timing headers are read metric by metric; what has no dur or a broken one is left out") {
+  const auto t = parse_server_timing(R"(cache;desc="hit, warm", db;dur=53, app;desc="render";dur=47.2,miss, x;dur=abc, Q;DUR=1e1)");
+  CHECK(t.size() == 3);
+  CHECK(t.at("db") == doctest::Approx(53));
+  CHECK(t.at("app") == doctest::Approx(47.2));
+  CHECK(t.at("Q") == doctest::Approx(10));
+  CHECK(parse_server_timing("").empty());
+  CHECK(parse_server_timing(";;,,;dur=").empty());
+}
+
 }  // namespace infdoctor::api

@@ -1,0 +1,178 @@
+// One meaning per flag, curl's where curl has the flag, and the hints a wrong URL scheme, an
+// untrusted certificate or a forgotten proxy deserve: the real binary against the fake provider.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "net/subprocess.h"
+#include "support/fake_process.h"
+#include "support/timing.h"
+
+namespace infdoctor {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* kModel = R"({"models": {"m": {"overhead_ms": 5, "decode_ms_per_token": 1}}})";
+
+net::CommandResult infdoctor(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  std::vector<std::string> argv;
+  if (!env.empty()) {
+    argv = {"/usr/bin/env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+  }
+  argv.push_back(test::infdoctor_bin());
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = net::run_command(argv, 120s);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->timed_out);
+  return r.value();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("--json [FILE] means the same in every command") {
+  auto server = test::start_fake(kModel);
+  const test::TempFile scratch("", "scratch");
+  const std::string& dir = scratch.dir();
+  // Alone it is stdout, and the next flag stays a flag (it used to become the file's name).
+  auto r = infdoctor({"run", "--base-url", server->base_url(), "--model", "m", "--checks", "baseline", "--json",
+                      "--quick", "--max-requests", "20"});
+  CHECK(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).contains("checks"));
+  CHECK_FALSE(std::filesystem::exists("--quick"));
+  // With FILE it is written there, in probe as in run.
+  r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "--json", dir + "/probe.json"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("POST " + server->base_url()) == 0);  // the table still comes, as run's report does
+  CHECK(nlohmann::json::parse(slurp(dir + "/probe.json"))["http_status"] == 200);
+  r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "--json"});
+  CHECK(nlohmann::json::parse(r.out)["http_status"] == 200);
+  r = infdoctor({"run", "--base-url", server->base_url(), "--model", "m", "--checks", "baseline", "--quick", "--json",
+                 dir + "/results.json"});
+  CHECK(r.exit_code == 0);
+  r = infdoctor({"explain", dir + "/results.json", "--json", dir + "/diagnosis.json"});
+  CHECK(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(slurp(dir + "/diagnosis.json")).contains("diagnosis"));
+  // A positional read as --json's FILE is named, not "0 runs" or a missing-file error.
+  r = infdoctor({"history", "--json", dir + "/runs.db"});
+  CHECK(r.exit_code == 64);
+  CHECK(r.err.find("'" + dir + "/runs.db' was read as --json's FILE; put the history FILE before --json") !=
+        std::string::npos);
+}
+
+TEST_CASE("flags renamed so that one name means one thing say their new name") {
+  auto r = infdoctor({"run", "--base-url", "http://127.0.0.1:9/v1", "--prompt-tokens", "64,512"});
+  CHECK(r.exit_code == 64);
+  CHECK(r.err.find("--prompt-tokens is now --sweep-prompt-tokens") != std::string::npos);
+  r = infdoctor({"run", "--base-url", "http://127.0.0.1:9/v1", "--max-tokens", "1,32"});
+  CHECK(r.err.find("--max-tokens is now --sweep-max-tokens") != std::string::npos);
+  r = infdoctor({"probe", "--base-url", "http://127.0.0.1:9/v1", "-m", "gpt-4o"});
+  CHECK(r.exit_code == 64);
+  CHECK(r.err.find("-m is now --model (-m is curl's --max-time)") != std::string::npos);
+  // The help of run and probe lists curl's letters with curl's meanings.
+  for (const char* cmd : {"run", "probe"}) {
+    r = infdoctor({cmd, "--help"});
+    for (const char* want : {"-m,--max-time", "-H,--header", "-x,--proxy", "-k,--insecure", "-s,--quiet", "-v,--verbose"})
+      CHECK_MESSAGE(r.out.find(want) != std::string::npos, cmd << " --help lacks " << want);
+  }
+}
+
+TEST_CASE("-m is curl's --max-time: a first token later than it fails the request in about that time") {
+  auto server = test::start_fake(R"({"models": {"slow": {"overhead_ms": 3000}}})");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "slow", "-m", "0.4"});
+  const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.exit_code == 3);
+  INFO(r.err);
+  CHECK(r.err.find("timed out") != std::string::npos);
+  CHECK(took_ms > 350);
+  CHECK(took_ms < 2500);  // well before the 3 s first token
+}
+
+TEST_CASE("-H adds a header to every request; a credential in it is never printed") {
+  auto server = test::start_fake(kModel);
+  const auto r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "-H", "X-Team: sre", "-H",
+                            "X-Api-Token: tok-header-secret-1234", "-v", "--json"});
+  CHECK(r.exit_code == 0);
+  const auto served = server->served();
+  REQUIRE(served.size() == 1);
+  CHECK(served[0].headers.at("x-team") == "sre");
+  CHECK(served[0].headers.at("x-api-token") == "tok-header-secret-1234");
+  CHECK(r.err.find("> POST " + server->base_url() + "/chat/completions") != std::string::npos);
+  CHECK(r.err.find("< HTTP/1.1 200") != std::string::npos);
+  CHECK((r.out + r.err).find("tok-header-secret") == std::string::npos);
+  CHECK(infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "-H", "no colon"}).exit_code == 64);
+}
+
+TEST_CASE("run -v: one line per model request as it completes") {
+  auto server = test::start_fake(kModel);
+  const auto r = infdoctor({"run", "--base-url", server->base_url(), "--model", "m", "--checks", "baseline", "--quick",
+                            "-v", "--json", "-"});
+  CHECK(r.exit_code == 0);
+  std::size_t lines = 0;
+  for (auto at = r.err.find("baseline: HTTP/1.1 200, first token "); at != std::string::npos;
+       at = r.err.find("baseline: HTTP/1.1 200, first token ", at + 1))
+    ++lines;
+  CHECK(lines > 0);
+  CHECK(lines == server->served().size());
+}
+
+TEST_CASE("a proxy from the environment is named, and --proxy '' goes direct") {
+  auto server = test::start_fake(kModel);
+  const std::string dead_proxy = "http://127.0.0.1:9";  // discard: nothing listens
+  auto r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m"}, {"http_proxy=" + dead_proxy});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("note: the request goes through the proxy http://127.0.0.1:9 (from $http_proxy)") !=
+        std::string::npos);
+  CHECK(r.err.find("through the proxy http://127.0.0.1:9 (from $http_proxy)") != std::string::npos);
+  CHECK(r.err.find("no_proxy, --proxy ''") != std::string::npos);
+  r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "--proxy", ""}, {"http_proxy=" + dead_proxy});
+  CHECK(r.exit_code == 0);
+  r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m"},
+                {"http_proxy=" + dead_proxy, "no_proxy=localhost,127.0.0.1"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("proxy") == std::string::npos);
+  // run warns before the plan, even with --quiet: every timing would include the proxy.
+  r = infdoctor({"run", "--base-url", server->base_url(), "--checks", "transport", "--quick", "-s", "--json", "-"},
+                {"http_proxy=" + dead_proxy});
+  CHECK(r.err.find("warning: every HTTP request goes through the proxy http://127.0.0.1:9 (from $http_proxy)") !=
+        std::string::npos);
+}
+
+TEST_CASE("the wrong scheme and an untrusted certificate get the fix, not only OpenSSL's words") {
+  auto plain = test::start_fake(kModel);
+  auto tls = test::start_fake(kModel, /*tls=*/true);
+  const std::string plain_port = plain->base_url().substr(plain->base_url().rfind(':'));
+  const std::string tls_port = tls->base_url().substr(tls->base_url().rfind(':'));
+  auto r = infdoctor({"probe", "--base-url", "https://127.0.0.1" + plain_port, "--model", "m"});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("use http:// in the base URL") != std::string::npos);
+  r = infdoctor({"probe", "--base-url", "http://127.0.0.1" + tls_port, "--model", "m"});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("use https:// in the base URL") != std::string::npos);
+  r = infdoctor({"probe", "--base-url", "https://localhost" + tls_port, "--model", "m"});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("not signed by a CA this machine trusts") != std::string::npos);
+  CHECK(r.err.find("--cacert FILE") != std::string::npos);
+  CHECK(r.err.find("-k") != std::string::npos);
+  r = infdoctor({"probe", "--base-url", "https://localhost" + tls_port, "--model", "m", "-k"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("warning: -k: the server's certificate and name are not checked") != std::string::npos);
+  // run: the same line, and exit 3 (nothing measured), not a critical finding.
+  r = infdoctor({"run", "--base-url", "https://localhost" + tls_port, "--model", "m", "--checks", "baseline", "--quick",
+                 "--json", "-"});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("--cacert FILE") != std::string::npos);
+}
+
+}  // namespace infdoctor
