@@ -31,14 +31,14 @@ const CheckInfo kInfo{
      {"concurrency.throughput_at_1_tokens_per_s", "tokens/s", "output tokens per second, one stream"},
      {"concurrency.throughput_at_max_tokens_per_s", "tokens/s", "output tokens per second, highest level"},
      {"concurrency.throughput_scaling_ratio", "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
-     {"concurrency.latency_growth_ratio", "ratio", "makespan gain over the level gain: 1 serialises"},
+     {"concurrency.latency_growth_ratio", "ratio", "growth of the time a whole batch takes over the growth of the batch: 1 = served one at a time"},
      {"concurrency.ttft_growth_ratio", "ratio", "median TTFT at the highest level over one stream's"},
      {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {"concurrency.max_level_count", "count", "highest level measured"},
      {"concurrency.failures_count", "count", "failed requests"},
      {"concurrency.rate_limited_count", "count", "429 answers"}},
-    {{nullptr, "throughput scaling {throughput_scaling_ratio}, makespan growth {latency_growth_ratio} (1 = one at a time), knee at {knee_level_count} streams"}}};
+    {{nullptr, "throughput scaling {throughput_scaling_ratio}, batch time growth {latency_growth_ratio} (1 = one at a time), knee at {knee_level_count} parallel requests"}}};
 
 struct Level {
   int streams = 0;
@@ -60,7 +60,7 @@ class ConcurrencyCheck final : public Check {
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
     for (double l : levels_)
-      steps.push_back({std::to_string(static_cast<int>(l)) + " streams at once" +
+      steps.push_back({std::to_string(static_cast<int>(l)) + (l == 1 ? " stream" : " streams at once") +
                            (rounds_ > 1 ? ", " + std::to_string(rounds_) + " rounds" : ""),
                        static_cast<int>(l) * rounds_, "target", prompt_tokens_, max_tokens_});
     return steps;
@@ -112,7 +112,7 @@ class ConcurrencyCheck final : public Check {
       if (out.status == CheckStatus::Error) break;
     }
     nlohmann::json table = nlohmann::json::array();
-    Table levels{"concurrency: per level", {"streams", "TTFT p50", "TTFT p90", "total p50", "makespan", "tokens/s"}, {}, ""};
+    Table levels{"concurrency: per level", {"streams", "TTFT p50", "TTFT p90", "total p50", "batch time", "tokens/s"}, {}, ""};
     for (const auto& l : done) {
       const auto t = stats::summarize(l.ttft), e = stats::summarize(l.total);
       levels.rows.push_back({std::to_string(l.streams), cell(t.p50, "ms"), cell(t.p90, "ms"), cell(e.p50, "ms"),

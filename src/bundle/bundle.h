@@ -5,6 +5,7 @@
 // only in memory and in the request headers, and repro.sh reads it from the environment.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct Context {
   std::vector<std::string> headers;
   std::vector<rules::RuleFile> rules;
   bool partial = false;      // interrupted: the bundle holds what was measured before
+  // The baseline check's request, which repro.sh sends again (0: not planned; a short one instead),
+  // and the idle gap after which the run saw a cold start (repro.sh waits it out, then asks).
+  long long prompt_tokens = 0, max_tokens = 0;
+  std::optional<double> cold_after_s;
 };
 
 // The endpoint as repro.sh must address it: its URL, the variable its key is read from, the

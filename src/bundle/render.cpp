@@ -237,21 +237,39 @@ std::string render_repro(const Context& ctx) {
   o << "#!/bin/sh\n# Reproduces infdoctor's requests with curl, with the phase timings curl measures.\n"
     << "# The API key is read from $" << ctx.api_key_env << " at run time; it is not in this file.\n"
     << "set -eu\nBASE_URL=${BASE_URL:-" << shell_quote(base) << "}\n"
+    << "# MODEL and SMALL_MODEL, like BASE_URL, default to the run's and can be set to ask elsewhere.\n"
+    << "MODEL=${MODEL:-" << shell_quote(ctx.models.empty() ? "" : ctx.models[0]) << "}\n"
+    << (ctx.models.size() > 1 ? "SMALL_MODEL=${SMALL_MODEL:-" + shell_quote(ctx.models[1]) + "}\n" : "")
+    << "# curl's 'first byte' is the response headers: a stream's first token comes later (watch it arrive).\n"
     << "TIMING='\\nnamelookup %{time_namelookup}s connect %{time_connect}s tls %{time_appconnect}s "
-    << "first byte %{time_starttransfer}s total %{time_total}s http %{http_code}\\n'\n\n"
+    << "first byte (headers) %{time_starttransfer}s total %{time_total}s http %{http_code}\\n'\n\n"
     << "echo '== GET /models (transport check)'\n"
     << "curl -sS -o /dev/null -w \"$TIMING\" " << headers << " \"$BASE_URL/models" << query << "\"\n";
-  for (const auto& m : ctx.models) {
-    json body = {{"model", m},
-                 {"messages", json::array({{{"role", "user"}, {"content", "Count from one to twenty."}}})},
-                 {"max_tokens", 64},
+  // The baseline check's request as the run sent it, to each model; the model is the shell's.
+  const std::string prompt = ctx.prompt_tokens > 0 ? api::synthetic_prompt(static_cast<int>(ctx.prompt_tokens))
+                                                   : std::string("Count from one to twenty.");
+  const long long max_tokens = ctx.max_tokens > 0 ? ctx.max_tokens : 64;
+  const auto request = [&](const std::string& model_var, const std::string& what) {
+    json body = {{"model", "@MODEL@"},
+                 {"messages", json::array({{{"role", "user"}, {"content", prompt}}})},
+                 {"max_tokens", max_tokens},
                  {"stream", true}};
     if (!anthropic) body["stream_options"] = {{"include_usage", true}};
-    o << "\necho '== streamed " << (anthropic ? "message" : "chat completion") << ", model " << m
-      << " (watch the tokens arrive)'\n"
+    const std::string text = body.dump();
+    const auto at = text.find("@MODEL@");  // the body in quotes, the model from the shell between them
+    o << "\necho \"== " << what << ", model $" << model_var << " (watch the tokens arrive)\"\n"
       << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' " << headers << " \\\n  -d "
-      << shell_quote(body.dump()) << " \"$BASE_URL" << api::chat_path(ctx.flavour) << query
-      << "\"\n";
+      << shell_quote(text.substr(0, at)) << "\"$" << model_var << "\"" << shell_quote(text.substr(at + 7)) << " \"$BASE_URL"
+      << api::chat_path(ctx.flavour) << query << "\"\n";
+  };
+  const std::string kind = std::string("streamed ") + (anthropic ? "message" : "chat completion") + " as the baseline sent it";
+  if (!ctx.models.empty()) request("MODEL", kind);
+  if (ctx.models.size() > 1) request("SMALL_MODEL", kind);
+  if (ctx.cold_after_s && !ctx.models.empty()) {
+    const long long wait = static_cast<long long>(std::ceil(*ctx.cold_after_s));
+    o << "\n# The run saw a cold start after " << wait << " s idle: wait as long, then ask once more.\n"
+      << "echo '== idle " << wait << " s, then the same request (cold start?)'\nsleep " << wait << '\n';
+    request("MODEL", "after the idle gap");
   }
   return o.str();
 }

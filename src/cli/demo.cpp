@@ -30,8 +30,9 @@ int run_demo(const DemoOptions& o) {
     return fail_config("the demo cannot plant " + fault->name + " yet: " + fault->unavailable);
   auto env = fake::DemoEnvironment::start(*fault);
   if (!env.ok()) return fail_config(env.error().message);
-  std::cerr << "infdoctor: demo: fake provider at " << (*env)->base_url() << " with fault '" << fault->name
-            << "': " << fault->description << "; expected: " << fake::expected_text(*fault) << '\n';
+  if (!o.quiet)
+    std::cerr << "infdoctor: demo: fake provider at " << (*env)->base_url() << " with fault '" << fault->name
+              << "': " << fault->description << "; expected: " << fake::expected_text(*fault) << '\n';
   RunOptions r;
   r.endpoint.base_url = (*env)->base_url();
   r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";
@@ -48,7 +49,20 @@ int run_demo(const DemoOptions& o) {
   r.outputs.bundle = o.bundle;
   r.outputs.json = o.json_out;
   r.quiet = o.quiet;
-  return (*env)->run_client([&] { return run_with(r, "infdoctor demo --fault " + fault->name); });
+  run::RunResult result;
+  const int code = (*env)->run_client([&] { return run_with(r, "infdoctor demo --fault " + fault->name, &result); });
+  if (code == kExitCouldNotRun || code == kExitUsage) return code;
+  // Whether the diagnosis found what was planted: the demo's whole point, said in one line.
+  std::vector<std::string> causes;
+  for (const auto& f : result.diagnosis)
+    if (f.severity != rules::Severity::Info) causes.push_back(rules::cause_label(f));
+  if (fake::diagnosis_matches(*fault, causes))
+    std::cerr << "infdoctor: demo: " << (causes.empty() ? "" : "found ") << fake::causes_text(causes)
+              << ", as planted\n";
+  else
+    std::cerr << "infdoctor: demo: planted " << fake::expected_text(*fault) << "; found " << fake::causes_text(causes)
+              << '\n';
+  return code;
 }
 
 }  // namespace

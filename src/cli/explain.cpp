@@ -48,6 +48,37 @@ int run_rules_check(const std::string& dir) {
   return kExitOk;
 }
 
+struct RulesListOptions {
+  std::string rules_dir;
+  std::string json;
+};
+
+// Every rule a run applies, in order: what it finds, how sure, when it fires.
+int run_rules_list(const RulesListOptions& o) {
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules(o.rules_dir, warnings);
+  for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
+  if (!rules.ok()) return fail_config(rules.error().message, rules.error().detail);
+  nlohmann::json list = nlohmann::json::array();
+  for (const rules::Rule& r : rules->rules)
+    list.push_back({{"id", r.id},
+                    {"cause", r.cause},
+                    {"severity", rules::severity_name(r.severity)},
+                    {"title", r.title},
+                    {"when", r.when.text()},
+                    {"critical_when", r.critical_when ? nlohmann::json(r.critical_when->text()) : nlohmann::json(nullptr)},
+                    {"file", r.file},
+                    {"line", r.line}});
+  if (!o.json.empty())
+    if (const int code = emit_json(o.json, {{"rules", list}}); code != kExitOk || o.json == "-") return code;
+  std::cout << (o.rules_dir.empty() ? std::string("built-in rules") : o.rules_dir) << ": " << list.size() << " rules\n";
+  for (const auto& r : list)
+    std::cout << "  " << r["id"].get<std::string>() << "  [" << r["severity"].get<std::string>() << ", cause "
+              << r["cause"].get<std::string>() << "]  " << r["title"].get<std::string>() << "\n      when "
+              << r["when"].get<std::string>() << '\n';
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_explain_command(CLI::App& app, std::function<int()>& chosen) {
@@ -68,6 +99,13 @@ void add_explain_command(CLI::App& app, std::function<int()>& chosen) {
                "the position. Exit code 3 on any error.");
   check->add_option("dir", *dir, "directory of rule files")->required();
   check->callback([dir, &chosen] { chosen = [dir] { return run_rules_check(*dir); }; });
+  auto [list, lo] = add_command<RulesListOptions>(
+      *rules, chosen, "list",
+      "List the rules a run applies, in order: id, severity, cause, title and the condition that fires each. "
+      "See rules/README.md for where each threshold comes from.",
+      run_rules_list);
+  list->add_option("--rules", lo->rules_dir, "directory of rule files instead of the built-in rules");
+  add_json_flag(*list, lo->json, "the rules as JSON");
 }
 
 }  // namespace infdoctor::cli

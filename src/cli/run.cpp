@@ -13,7 +13,7 @@
 
 namespace infdoctor::cli {
 
-int run_with(const RunOptions& o, const std::string& command_line) {
+int run_with(const RunOptions& o, const std::string& command_line, run::RunResult* out) {
   auto ep = api::make_endpoint(o.endpoint);
   if (!ep.ok()) return fail(ep.error());
   auto plan = run::make_plan(o.plan);
@@ -29,7 +29,9 @@ int run_with(const RunOptions& o, const std::string& command_line) {
   if (!session.ok()) return fail(session.error());
   run::RunResult result = (*session)->measure();
   (*session)->diagnose(result);
-  return (*session)->finish(result);
+  const int code = (*session)->finish(result);
+  if (out) *out = std::move(result);
+  return code;
 }
 
 void add_run_command(CLI::App& app, std::function<int()>& chosen) {

@@ -1,5 +1,6 @@
 #include "fake/demo_faults.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace infdoctor::fake {
@@ -74,10 +75,20 @@ const DemoFault* find_demo_fault(const std::string& name) {
   return nullptr;
 }
 
-std::string expected_text(const DemoFault& f) {
+std::string causes_text(const std::vector<std::string>& causes) {
   std::string out;
-  for (const auto& e : f.expect) out += (out.empty() ? "" : ", then ") + e;
+  for (const auto& e : causes) out += (out.empty() ? "" : ", then ") + e;
   return out.empty() ? "no finding above info" : out;
+}
+
+std::string expected_text(const DemoFault& f) { return causes_text(f.expect); }
+
+bool diagnosis_matches(const DemoFault& f, const std::vector<std::string>& causes) {
+  if (f.expect.empty()) return causes.empty();
+  if (causes.empty() || causes[0] != f.expect[0]) return false;
+  for (std::size_t k = 1; k < f.expect.size(); ++k)
+    if (std::find(causes.begin() + 1, causes.end(), f.expect[k]) == causes.end()) return false;
+  return true;
 }
 
 std::string demo_fault_table() {

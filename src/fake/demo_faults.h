@@ -25,6 +25,11 @@ const std::vector<DemoFault>& demo_faults();
 const DemoFault* find_demo_fault(const std::string& name);
 // What the diagnosis must say: "no finding above info", or the causes ranked ("a, then b").
 std::string expected_text(const DemoFault& f);
+// Whether a diagnosis (its causes above info, ranked) is what `f` plants: its first cause first and
+// every further expected cause somewhere after; nothing above info for a healthy fault.
+bool diagnosis_matches(const DemoFault& f, const std::vector<std::string>& causes);
+// The causes as expected_text writes them: "a, then b", or "no finding above info".
+std::string causes_text(const std::vector<std::string>& causes);
 // `infdoctor demo --list-faults`: one aligned row per fault.
 std::string demo_fault_table();
 inline constexpr const char* kDefaultDemoFault = "realistic";

@@ -19,18 +19,20 @@ using namespace std::chrono_literals;
 
 const char* kModel = R"({"models": {"m": {"overhead_ms": 5, "decode_ms_per_token": 1}}})";
 
-net::CommandResult infdoctor(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  std::vector<std::string> argv;
-  if (!env.empty()) {
-    argv = {"/usr/bin/env"};
-    argv.insert(argv.end(), env.begin(), env.end());
-  }
-  argv.push_back(test::infdoctor_bin());
+// Runs `args` with `env` added to the environment.
+net::CommandResult command(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  argv.insert(argv.end(), env.begin(), env.end());
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = net::run_command(argv, 120s);
   REQUIRE(r.ok());
   CHECK_FALSE(r->timed_out);
   return r.value();
+}
+
+net::CommandResult infdoctor(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+  args.insert(args.begin(), test::infdoctor_bin());
+  return command(args, env);
 }
 
 std::string slurp(const std::string& path) {
@@ -173,6 +175,51 @@ TEST_CASE("the wrong scheme and an untrusted certificate get the fix, not only O
                  "--json", "-"});
   CHECK(r.exit_code == 3);
   CHECK(r.err.find("--cacert FILE") != std::string::npos);
+}
+
+}  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("repro.sh runs as is against another server and model, with the run's request, and says the demo matched") {
+  auto first = test::start_fake(R"({"models": {"m": {"overhead_ms": 5, "decode_ms_per_token": 1}}})");
+  const test::TempFile scratch("", "scratch");
+  const std::string bundle = scratch.dir() + "/bundle";
+  auto r = infdoctor({"run", "--base-url", first->base_url(), "--model", "m", "--checks", "baseline", "--quick", "-s",
+                      "--set", "baseline.prompt_tokens=50", "--set", "baseline.max_tokens=7", "--bundle", bundle});
+  REQUIRE(r.exit_code == 0);
+  // The first server is gone; the script is pointed elsewhere from the environment alone.
+  first.reset();
+  auto second = test::start_fake(R"({"models": {"other": {"overhead_ms": 5, "decode_ms_per_token": 1}}})");
+  r = command({"sh", bundle + "/repro.sh"}, {"BASE_URL=" + second->base_url(), "MODEL=other"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("first byte (headers) ") != std::string::npos);
+  const auto served = second->served();
+  REQUIRE(served.size() == 1);  // the baseline's request (the fake logs model requests)
+  CHECK(served[0].model == "other");
+  CHECK(served[0].status == 200);
+  CHECK(r.out.find("\"prompt_tokens\":50,\"completion_tokens\":7") != std::string::npos);  // the run's request
+}
+
+TEST_CASE("rules list: every built-in rule with its severity, cause and condition; a broken directory is exit 3") {
+  auto r = infdoctor({"rules", "list", "--json"});
+  CHECK(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["rules"].size() >= 20);
+  for (const auto& rule : j["rules"]) {
+    CHECK(rule["id"].get<std::string>().find('.') != std::string::npos);
+    CHECK(!rule["when"].get<std::string>().empty());
+  }
+  r = infdoctor({"rules", "list"});
+  CHECK(r.out.find("built-in rules: " + std::to_string(j["rules"].size()) + " rules") == 0);
+  CHECK(infdoctor({"rules", "list", "--rules", "/nonexistent-rules-dir"}).exit_code == 3);
+}
+
+TEST_CASE("demo says whether the diagnosis matched what it planted") {
+  const auto r = infdoctor({"demo", "--fault", "healthy", "-s"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("infdoctor: demo: no finding above info, as planted") != std::string::npos);
 }
 
 }  // namespace infdoctor
