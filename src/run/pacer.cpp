@@ -46,8 +46,13 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
   if (s.error == "tls_failed" && https && via.empty() && msg.find("ssl_error_syscall") != std::string::npos)
     return "the server at " + core::redact_url(ep.base_url) + " closed the connection during the TLS handshake (" +
            what + "): if that port speaks plain HTTP, use http:// in the base URL";
-  if (!https && (s.error == "connection_closed" || s.error == "malformed_stream" ||
-                 (s.http_status == 400 && msg.find("https") != std::string::npos)))
+  // Plain HTTP to a TLS port: no status line came back at all (curl's "Empty reply", "HTTP/0.9"), or
+  // the terminator's own 400 ("The plain HTTP request was sent to HTTPS port"). A server that
+  // answered with a status and then broke its stream is the provider's failure, not this.
+  const bool no_http_answer = s.http_status == 0 && (msg.find("empty reply") != std::string::npos ||
+                                                     msg.find("http/0.9") != std::string::npos ||
+                                                     msg.find("weird server reply") != std::string::npos);
+  if (!https && (no_http_answer || (s.http_status == 400 && msg.find("https port") != std::string::npos)))
     return "the server at " + core::redact_url(ep.base_url) + " did not answer plain HTTP (" + what +
            "): if that port speaks TLS, use https:// in the base URL";
   if (s.error == "tls_failed" &&

@@ -101,7 +101,7 @@ TEST_CASE("-m is curl's --max-time: a first token later than it fails the reques
   CHECK(took_ms < 2500);  // well before the 3 s first token
 }
 
-TEST_CASE("-H adds a header to every request; a credential in it is never printed") {
+TEST_CASE("-H adds a header to every request, and a credential in it is never printed") {
   auto server = test::start_fake(kModel);
   const auto r = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "-H", "X-Team: sre", "-H",
                             "X-Api-Token: tok-header-secret-1234", "-v", "--json"});
@@ -181,7 +181,7 @@ TEST_CASE("the wrong scheme and an untrusted certificate get the fix, not only O
 
 namespace infdoctor {
 
-TEST_CASE("repro.sh runs as is against another server and model, with the run's request, and says the demo matched") {
+TEST_CASE("repro.sh runs as is against another server and model, with the run's own request") {
   auto first = test::start_fake(R"({"models": {"m": {"overhead_ms": 5, "decode_ms_per_token": 1}}})");
   const test::TempFile scratch("", "scratch");
   const std::string bundle = scratch.dir() + "/bundle";
@@ -202,7 +202,7 @@ TEST_CASE("repro.sh runs as is against another server and model, with the run's 
   CHECK(r.out.find("\"prompt_tokens\":50,\"completion_tokens\":7") != std::string::npos);  // the run's request
 }
 
-TEST_CASE("rules list: every built-in rule with its severity, cause and condition; a broken directory is exit 3") {
+TEST_CASE("rules list: every built-in rule with its severity, cause and condition, and a broken directory is exit 3") {
   auto r = infdoctor({"rules", "list", "--json"});
   CHECK(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);

@@ -31,7 +31,7 @@ net::CommandResult validate(const std::vector<std::string>& files) {
 
 }  // namespace
 
-TEST_CASE("results.json and probe --json validate against the schema; unmeasured is null") {
+TEST_CASE("results.json and probe --json validate against the schema, and unmeasured is null") {
   auto server = test::start_fake(R"({"api_key": "sk-schema-key-0123456789",
       "models": {"m": {"overhead_ms": 5, "decode_ms_per_token": 1, "timing_headers": true},
                  "s": {"overhead_ms": 2, "decode_ms_per_token": 1}}})");

@@ -174,7 +174,7 @@ TEST_CASE("a sample read back from its JSON is the same sample, field for field"
 }
 
 
-TEST_CASE("Server-Timing headers are read metric by metric; what has no dur or a broken one is left out") {
+TEST_CASE("Server-Timing headers are read metric by metric, and what has no dur or a broken one is left out") {
   const auto t = parse_server_timing(R"(cache;desc="hit, warm", db;dur=53, app;desc="render";dur=47.2,miss, x;dur=abc, Q;DUR=1e1)");
   CHECK(t.size() == 3);
   CHECK(t.at("db") == doctest::Approx(53));
