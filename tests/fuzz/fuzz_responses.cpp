@@ -1,13 +1,17 @@
 // libFuzzer target: what infdoctor reads from a provider's response bodies. The same bytes go to
 // the streamed-response decoder (split into chunks chosen by the first byte, whose top bit picks
 // the OpenAI or the Anthropic flavour), the non-streamed response parser and the error-body
-// parser. None may crash; the decoder's counts must agree with themselves.
+// parser, and as a header value to the Server-Timing reader. None may crash; the decoder's counts
+// must agree with themselves, and every server timing read is a finite duration.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include <cmath>
+
 #include "api/openai.h"
+#include "api/sample.h"
 #include "core/clock.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -27,5 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   (void)infdoctor::api::parse_chat_response(body, flavour);
   (void)infdoctor::api::parse_error_body(body);
+  for (const auto& [name, ms] : infdoctor::api::parse_server_timing(body))
+    if (name.empty() || !std::isfinite(ms) || ms < 0) std::abort();
   return 0;
 }
