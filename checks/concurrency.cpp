@@ -33,12 +33,13 @@ const CheckInfo kInfo{
      {"concurrency.throughput_scaling_ratio", "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
      {"concurrency.latency_growth_ratio", "ratio", "growth of the time a whole batch takes over the growth of the batch: 1 = served one at a time"},
      {"concurrency.ttft_growth_ratio", "ratio", "median TTFT at the highest level over one stream's"},
-     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput",
+     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput (absent: it still grows at the highest level)",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {"concurrency.max_level_count", "count", "highest level measured"},
      {"concurrency.failures_count", "count", "failed requests"},
      {"concurrency.rate_limited_count", "count", "429 answers"}},
-    {{nullptr, "throughput scaling {throughput_scaling_ratio}, batch time growth {latency_growth_ratio} (1 = one at a time), knee at {knee_level_count} parallel requests"}}};
+    {{"knee_level_count", "throughput scaling {throughput_scaling_ratio}, batch time growth {latency_growth_ratio} (1 = one at a time), knee at {knee_level_count} parallel requests"},
+     {nullptr, "throughput scaling {throughput_scaling_ratio}, batch time growth {latency_growth_ratio} (1 = one at a time), no knee up to {max_level_count} parallel requests"}}};
 
 struct Level {
   int streams = 0;
@@ -150,14 +151,14 @@ class ConcurrencyCheck final : public Check {
       out.set("throughput_scaling_ratio", (last.throughput / first.throughput) / level_gain);
       out.set("latency_growth_ratio", (last.makespan_ms / first.makespan_ms) / level_gain);
       out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, *stats::summarize(first.ttft).p50));
-      int knee = last.streams;
+      // The knee is where throughput stopped growing; while it still grows at the highest level
+      // measured there is none to name.
       for (std::size_t i = 1; i < done.size(); ++i) {
         if (done[i].throughput < 1.2 * done[i - 1].throughput) {
-          knee = done[i - 1].streams;
+          out.set("knee_level_count", done[i - 1].streams);
           break;
         }
       }
-      out.set("knee_level_count", knee);
     }
     return out;
   }

@@ -6,7 +6,7 @@
 //    stream spends per output token (framing and JSON overhead).
 // Cannot tell: upload bandwidth from server-side parsing (both are in the slope); compression a
 // proxy may apply.
-// Emits: serialization.{upload_parse_ms_per_mb,upload_parse_overhead_ms,upload_parse_fit_r2_ratio,
+// Emits: serialization.{upload_parse_ms_per_mb (or upload_parse_noise_ms_per_mb),upload_parse_overhead_ms,upload_parse_fit_r2_ratio,
 // stream_total_p50_ms,nonstream_total_p50_ms,stream_overhead_ms,stream_token_bytes}.
 #include "checks/check.h"
 #include "checks/registry.h"
@@ -21,6 +21,8 @@ const CheckInfo kInfo{
     "Cost of request body size (upload and parse) and of streaming against a single response.",
     {{"serialization.upload_parse_ms_per_mb", "ms", "fitted TTFT slope per megabyte of request body",
       {.layer = "serialization (per MB of request)", .per = "per MB sent"}},
+     {"serialization.upload_parse_noise_ms_per_mb", "ms",
+      "instead of the slope when it is within the points' scatter: the smallest cost per MB that would show"},
      {"serialization.upload_parse_overhead_ms", "ms", "fitted TTFT at an empty body"},
      {"serialization.upload_parse_fit_r2_ratio", "ratio", "how well a line explains TTFT against body size"},
      {"serialization.largest_body_bytes", "bytes", "largest request body sent"},
@@ -31,7 +33,11 @@ const CheckInfo kInfo{
      {"serialization.stream_token_bytes", "bytes", "response bytes per streamed output token"},
      {"serialization.samples_count", "count", "padded requests that succeeded"},
      {"serialization.failures_count", "count", "failed requests"}},
-    {{nullptr, "body {upload_parse_ms_per_mb}, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}}};
+    {{"upload_parse_ms_per_mb",
+      "body {upload_parse_ms_per_mb}, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"},
+     {"upload_parse_noise_ms_per_mb", "body cost not measurable (under {upload_parse_noise_ms_per_mb}), stream vs whole "
+                                      "{stream_overhead_ms}, {stream_token_bytes} per token"},
+     {nullptr, "body -, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}}};
 
 class SerializationCheck final : public Check {
  public:
@@ -93,7 +99,10 @@ class SerializationCheck final : public Check {
       out.set("ttft_at_largest_body_ms", *stats::median(at_largest));
     }
     if (auto f = stats::theil_sen(x, y)) {
-      out.set("upload_parse_ms_per_mb", f->slope);
+      // A cost per megabyte within the scatter of the points (or below zero) is not a
+      // measurement: its noise is reported instead, and no rule reads a slope that is not there.
+      if (f->slope > f->slope_noise) out.set("upload_parse_ms_per_mb", f->slope);
+      else out.set("upload_parse_noise_ms_per_mb", f->slope_noise);
       out.set("upload_parse_overhead_ms", f->intercept);
       out.set("upload_parse_fit_r2_ratio", f->r2);
     }

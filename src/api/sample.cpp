@@ -38,6 +38,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.http_status = r.http_status;
   s.http_version = r.http_version;
   s.remote_ip = r.remote_ip;
+  s.local_ip = r.local_ip;
   s.request_id = request_id_of(r);
   s.connection_reused = r.connection_reused;
   s.bytes_sent = r.bytes_sent;
@@ -146,6 +147,7 @@ void visit_fields(Sample& s, F&& f) {
   f("http_version", s.http_version);
   f("request_id", s.request_id);
   f("remote_ip", s.remote_ip);
+  f("local_ip", s.local_ip);
   f("connection_reused", s.connection_reused);
   f("dns_ms", s.dns_ms);
   f("connect_ms", s.connect_ms);

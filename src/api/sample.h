@@ -35,6 +35,7 @@ struct RequestSample {
   std::string http_version;
   std::string request_id;
   std::string remote_ip;
+  std::string local_ip;  // the client's own address on the connection
   bool connection_reused = false;
   std::optional<double> dns_ms, connect_ms, tls_ms, request_sent_ms, server_wait_ms, ttfb_ms, first_event_ms, ttft_ms,
       total_ms, transfer_ms, tpot_ms, output_tokens_per_s, events_per_token;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "bundle/bundle.h"
 #include "core/redact.h"
+#include "core/strings.h"
 #include "core/version.h"
 #include "report/text.h"
 
@@ -195,13 +197,39 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
     o << "\n## Questions for the provider\n\n";
     for (const auto& q : questions) o << "- " << q << "\n";
   }
-  const auto rows = run::slowest_requests(r, 10);
+  // The requests that show the top finding best, ranked by its own signal (a cold start by time to
+  // first token, slow decode by time per token); without one, the slowest.
+  const rules::Finding* top = nullptr;
+  for (const auto& f : r.diagnosis)
+    if (f.severity != rules::Severity::Info) {
+      top = &f;
+      break;
+    }
+  const run::CauseSignal signal = top ? run::signal_of(rules::cause_label(*top)) : run::CauseSignal{};
+  const auto rows = run::slowest_requests(r, 10, {}, signal.rank);
   if (!rows.empty()) {
-    o << "\n## Slowest requests\n\n| started (UTC) | check | model | request id | TTFT ms | total ms | status |\n|---|---|---|---|---|---|---|\n";
+    if (signal.rank)
+      o << "\n## Requests that show " << rules::cause_label(*top) << " most (ranked by " << signal.name << ")\n\n";
+    else
+      o << "\n## Slowest requests\n\n";
+    o << "| started (UTC) | check | model | request id | prompt tokens | output tokens | TTFT ms | ms per token | total ms "
+         "| status |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    const auto count = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     for (const auto& [check, s] : rows)
       o << "| " << s->started_at << " | " << check->id << " | " << md_cell(s->model) << " | `" << md_cell(s->request_id) << "` | "
-        << (s->ttft_ms ? fmt("%.1f", *s->ttft_ms) : "-") << " | " << (s->total_ms ? fmt("%.1f", *s->total_ms) : "-") << " | "
-        << (s->ok ? "ok" : s->error.empty() ? "failed" : s->error) << " |\n";
+        << count(s->prompt_tokens) << " | " << count(s->output_tokens) << " | "
+        << (s->ttft_ms ? fmt("%.1f", *s->ttft_ms) : "-") << " | " << (s->tpot_ms ? fmt("%.2f", *s->tpot_ms) : "-") << " | "
+        << (s->total_ms ? fmt("%.1f", *s->total_ms) : "-") << " | " << (s->ok ? "ok" : s->error.empty() ? "failed" : s->error)
+        << " |\n";
+  }
+  // Where the requests left from, as this host saw it (behind NAT the provider sees another address).
+  std::set<std::string> local;
+  for (const auto& c : r.checks)
+    for (const auto& req : c.requests)
+      if (!req.sample.local_ip.empty()) local.insert(req.sample.local_ip);
+  if (!local.empty()) {
+    o << "\nClient: requests left from " << core::join(std::vector<std::string>(local.begin(), local.end()), ", ")
+      << " (this host's address on the connection; behind NAT or a proxy the provider sees another).\n";
   }
   o << "\n## How to reproduce\n\n- `sh repro.sh` sends the same kind of request with curl; it reads the API key from `$"
     << ctx.api_key_env << "`.\n- The run itself: `" << ctx.command_line << "`\n";

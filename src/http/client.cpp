@@ -338,6 +338,7 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   }
   char* ip = nullptr;
   if (curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip) r.remote_ip = ip;
+  if (char* local = nullptr; curl_easy_getinfo(e, CURLINFO_LOCAL_IP, &local) == CURLE_OK && local) r.local_ip = local;
   curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &r.remote_port);
   long connects = 0;
   curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);

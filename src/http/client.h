@@ -70,6 +70,7 @@ struct Response {
   long http_status = 0;
   std::string http_version;   // "1.1", "2", "3"
   std::string remote_ip;
+  std::string local_ip;  // this host's address on the connection (behind NAT the provider sees another)
   long remote_port = 0;
   std::vector<std::pair<std::string, std::string>> headers;  // lower-case names, kept ones only
   std::string body;           // non-streamed or error body, capped at max_body_bytes

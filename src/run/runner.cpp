@@ -160,13 +160,35 @@ nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
   return {{"name", preset.name}, {"flavour", api::flavour_name(preset.flavour)}, {"requests", requests}, {"signals", signals}};
 }
 
+CauseSignal signal_of(const std::string& cause) {
+  using S = api::RequestSample;
+  const auto field = [](std::optional<double> S::*m) { return [m](const S& s) { return s.*m; }; };
+  if (cause == "cold_start" || cause == "queueing" || cause == "prefill_bound" || cause == "rate_limited" ||
+      cause == "serialization" || cause == "provider_wide" || cause == "noisy_neighbour")
+    return {"time to first token", field(&S::ttft_ms)};
+  if (cause == "decode_bound" || cause == "model_specific") return {"time per output token", field(&S::tpot_ms)};
+  if (cause == "network_rtt") return {"connect time", field(&S::connect_ms)};
+  if (cause == "dns_slow") return {"DNS time", field(&S::dns_ms)};
+  if (cause == "tls_slow") return {"TLS time", field(&S::tls_ms)};
+  if (cause == "buffering")  // tokens per separate arrival: high when the stream comes in clumps
+    return {"tokens per arrival", [](const S& s) -> std::optional<double> {
+              if (!s.output_tokens || s.content_arrivals == 0) return std::nullopt;
+              return static_cast<double>(*s.output_tokens) / static_cast<double>(s.content_arrivals);
+            }};
+  if (cause == "errors")
+    return {"failed first", [](const S& s) -> std::optional<double> { return s.ok ? 0.0 : 1.0; }};
+  return {};
+}
+
 std::vector<RequestRef> slowest_requests(const RunResult& r, std::size_t n,
-                                         const std::function<bool(const api::RequestSample&)>& keep) {
+                                         const std::function<bool(const api::RequestSample&)>& keep,
+                                         const RequestRank& rank) {
   std::vector<RequestRef> out;
   for (const auto& c : r.checks)
     for (const auto& req : c.requests)
-      if (!keep || keep(req.sample)) out.push_back({&c, &req.sample});
-  const auto took = [](const RequestRef& x) {
+      if ((!keep || keep(req.sample)) && (!rank || rank(req.sample))) out.push_back({&c, &req.sample});
+  const auto took = [&](const RequestRef& x) {
+    if (rank) return *rank(*x.sample);
     return std::max(x.sample->ttft_ms.value_or(-1), x.sample->total_ms.value_or(-1));
   };
   std::stable_sort(out.begin(), out.end(), [&](const RequestRef& a, const RequestRef& b) { return took(a) > took(b); });

@@ -1,6 +1,7 @@
 #pragma once
 // Runs the chosen checks in registry order against one target and keeps every result.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,23 @@ struct RequestRef {
   const api::RequestSample* sample;
 };
 // The run's model requests that `keep` accepts (all when empty), slowest first by the later of
-// first token and end-to-end, at most `n`.
+// first token and end-to-end, at most `n`. With `rank`, highest rank first instead (requests
+// it gives no value are left out).
+using RequestRank = std::function<std::optional<double>(const api::RequestSample&)>;
+// What shows a cause in one request, for ranking the requests a ticket lists: cold starts,
+// queueing and prefill in the time to first token, decode and the model in the time per output
+// token, the network in connect, DNS and TLS in their phases, buffering in how few separate
+// arrivals carried the tokens, errors as failures. `name` is what the ranking says; empty when
+// the cause has no per-request signal (the slowest then stand in).
+struct CauseSignal {
+  std::string name;
+  RequestRank rank;
+};
+CauseSignal signal_of(const std::string& cause);
+
 std::vector<RequestRef> slowest_requests(const RunResult& r, std::size_t n,
-                                         const std::function<bool(const api::RequestSample&)>& keep = {});
+                                         const std::function<bool(const api::RequestSample&)>& keep = {},
+                                         const RequestRank& rank = {});
 
 // The metrics as rules name them: "<check>.<metric>" and "run.<metric>".
 std::map<std::string, double> flatten_metrics(const RunResult& r);

@@ -40,13 +40,16 @@ std::optional<LineFit> theil_sen(const std::vector<double>& x, const std::vector
   double mean_y = 0;
   for (double v : y) mean_y += v;
   mean_y /= static_cast<double>(y.size());
-  double ss_res = 0, ss_tot = 0;
+  double ss_res = 0, ss_tot = 0, worst = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double e = y[i] - (f.intercept + f.slope * x[i]);
+    worst = std::max(worst, std::abs(e));
     ss_res += e * e;
     ss_tot += (y[i] - mean_y) * (y[i] - mean_y);
   }
   f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  f.slope_noise = 2 * worst / (*hi - *lo);  // distinct x values exist: a slope was found
   return f;
 }
 

@@ -17,6 +17,10 @@ struct LineFit {
   double intercept = 0;
   double r2 = 0;
   std::size_t count = 0;
+  // The slope's noise: twice the largest residual over the x range. A slope smaller than this
+  // changes y across the measured range by less than the points scatter around the line, so it
+  // is not measurable.
+  double slope_noise = 0;
 };
 
 // Needs at least two distinct x values; nothing otherwise.

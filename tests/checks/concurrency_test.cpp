@@ -32,7 +32,7 @@ TEST_CASE("concurrency: slots=16 lets throughput grow with concurrency") {
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
   CHECK(test::metric(c, "throughput_scaling_ratio") > 0.7);
   CHECK(test::metric(c, "latency_growth_ratio") < 0.2);
-  CHECK(test::metric(c, "knee_level_count") == 16);
+  CHECK_FALSE(c.metrics.count("knee_level_count"));  // still scaling at 16: no knee to name
   CHECK(c.details["levels"].size() == 5);
 }
 

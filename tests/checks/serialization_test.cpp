@@ -26,7 +26,11 @@ TEST_CASE("serialization: no parse cost, a flat line") {
                                                    "",
                                                    {"m", ""}});
   REQUIRE(c.status == checks::CheckStatus::Ok);
-  CHECK(test::metric(c, "upload_parse_ms_per_mb") < 100);  // loopback moves a megabyte in a few ms
+  // A few ms per MB on loopback, measured, or within the scatter and reported as its noise: one or
+  // the other, never a slope below its own noise printed as a cost.
+  const bool measured = c.metrics.count("upload_parse_ms_per_mb") > 0;
+  CHECK(measured != (c.metrics.count("upload_parse_noise_ms_per_mb") > 0));
+  CHECK(test::metric(c, measured ? "upload_parse_ms_per_mb" : "upload_parse_noise_ms_per_mb") < 100);
 }
 
 }  // namespace infdoctor

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+
 namespace infdoctor::stats {
 
 TEST_CASE("Theil-Sen recovers a line and shrugs off an outlier") {
@@ -48,6 +50,37 @@ TEST_CASE("bootstrap interval of the median brackets it and narrows with more da
   CHECK(b->high - b->low <= a->high - a->low);
   CHECK(bootstrap_median_ci(small)->low == a->low);  // seeded: the same every time
   CHECK_FALSE(bootstrap_median_ci({1}).has_value());
+}
+
+TEST_CASE("a slope is told from its noise: random flat data rarely passes for a cost, a real cost always does") {
+  std::mt19937_64 rng(20261203);
+  std::uniform_real_distribution<double> unit(0, 1);
+  int flat_passed = 0;
+  const int draws = 400;
+  for (int d = 0; d < draws; ++d) {
+    // Three to six sizes over a range drawn from 0.5 to 8 (MB), TTFT around a base with jitter.
+    const int n = 3 + static_cast<int>(unit(rng) * 4);
+    const double range = 0.5 + unit(rng) * 7.5, base = 20 + unit(rng) * 500, jitter = 0.5 + unit(rng) * 20;
+    std::vector<double> x, flat, sloped;
+    const double cost = (10 + unit(rng) * 90) * jitter / range;  // a change 10 to 100 times the jitter
+    for (int i = 0; i < n; ++i) {
+      x.push_back(range * i / (n - 1));
+      const double e = (unit(rng) * 2 - 1) * jitter;
+      flat.push_back(base + e);
+      sloped.push_back(base + cost * x.back() + e);
+    }
+    const auto f = theil_sen(x, flat);
+    REQUIRE(f);
+    if (f->slope > f->slope_noise) ++flat_passed;
+    const auto s = theil_sen(x, sloped);
+    REQUIRE(s);
+    CHECK_MESSAGE(s->slope > s->slope_noise, "cost " << cost << " noise " << s->slope_noise << " n " << n);
+  }
+  MESSAGE("flat data passed for a cost in " << flat_passed << " of " << draws << " draws");
+  CHECK(flat_passed < draws / 10);  // a flat line passes for a positive cost in under 10 % of draws
+  const auto exact = theil_sen({0, 1, 2}, {5, 7, 9});
+  REQUIRE(exact);
+  CHECK(exact->slope_noise == doctest::Approx(0));
 }
 
 }  // namespace infdoctor::stats
