@@ -329,24 +329,34 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   out.erase(std::unique(out.begin(), out.end(),
                         [](const Finding& a, const Finding& b) { return !a.cause.empty() && a.cause == b.cause; }),
             out.end());
-  // Share of the observed latency. A typical request's end-to-end time (the baseline) already
-  // holds what network, prefill, decode, the model or buffering cost; a cold start, a rate limit,
-  // queueing behind other requests, a fresh connection's DNS and TLS, a large body or a noisy
-  // neighbour come on top of it for the requests they hit. So the share is impact / total for the
-  // first kind and impact / (total + impact) for the second. Without a baseline, the share is of
-  // what the findings attribute together.
+  sort_findings(out);
+  // Shares of one whole, so that a run's shares add up to at most 100 %. A typical request's
+  // end-to-end time (the baseline) already holds what network, prefill, decode, the model or
+  // buffering cost; a cold start, a rate limit, queueing behind other requests, a fresh
+  // connection's DNS and TLS, a large body or a noisy neighbour come on top of it. The whole is
+  // the typical request plus everything on top. Causes inside the typical request can explain the
+  // same milliseconds (a slow target model is slow decode): in rank order each takes what is left
+  // of the typical request, never more. Without a baseline, the whole is what the findings
+  // attribute together.
   static const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing", "dns_slow",
                                                "tls_slow", "serialization", "noisy_neighbour"};
-  double sum = 0;
-  for (const auto& f : out) sum += f.impact_ms;
-  const auto typical = metrics.find("baseline.total_p50_ms");
-  for (auto& f : out) {
-    double whole = sum;
-    if (typical != metrics.end() && typical->second > 0)
-      whole = kOnTop.count(f.cause) ? typical->second + f.impact_ms : std::max(typical->second, f.impact_ms);
-    f.share = whole > 0 ? std::min(1.0, f.impact_ms / whole) : 0.0;
+  const auto typical_it = metrics.find("baseline.total_p50_ms");
+  const double typical = typical_it != metrics.end() && typical_it->second > 0 ? typical_it->second : 0;
+  double on_top = 0, sum = 0;
+  for (const auto& f : out) {
+    sum += f.impact_ms;
+    if (kOnTop.count(f.cause)) on_top += f.impact_ms;
   }
-  sort_findings(out);
+  const double whole = typical > 0 ? typical + on_top : sum;
+  double inside_left = typical > 0 ? typical : sum;
+  for (auto& f : out) {
+    double part = f.impact_ms;
+    if (typical > 0 && !kOnTop.count(f.cause)) {
+      part = std::min(part, inside_left);
+      inside_left -= part;
+    }
+    f.share = whole > 0 ? part / whole : 0.0;
+  }
   return out;
 }
 

@@ -174,8 +174,9 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   CHECK(found[0].rule == "dns.b");  // 300 ms; dns.a (same cause, fewer ms) is folded into it
   CHECK(found[1].rule == "dns.d");  // 200 ms: a cause, critical or not
   CHECK(found[2].rule == "dns.c");  // 200 ms and more confident, but info: a note after the causes
-  CHECK(found[0].share == doctest::Approx(300.0 / 1300));  // DNS comes on top of a typical request
-  CHECK(found[2].share == doctest::Approx(0.2));            // the round trip is inside it
+  // The whole is the typical request (1000 ms) plus what comes on top of it (DNS 300, TLS 200).
+  CHECK(found[0].share == doctest::Approx(300.0 / 1500));
+  CHECK(found[2].share == doctest::Approx(200.0 / 1500));  // the round trip is inside the typical request
   CHECK(found[2].severity == Severity::Info);
 }
 

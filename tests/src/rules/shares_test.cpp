@@ -1,0 +1,73 @@
+// The shares of one run are parts of one whole (a typical request plus what comes on top of it):
+// whatever fires, in whatever magnitudes, they add up to at most 100 %.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+
+#include "rules/rules.h"
+
+namespace infdoctor::rules {
+namespace {
+
+RuleSet load(const std::string& text, LoadReport& report) {
+  return load_texts({RuleFile{"rules/test.json", text}}, {"baseline.total_p50_ms"}, report);
+}
+
+}  // namespace
+
+TEST_CASE("shares of one run add up to at most 100 %, for random findings on random baselines") {
+  std::mt19937_64 rng(15);
+  std::uniform_real_distribution<double> u(0, 1);
+  const auto& all = causes();
+  for (int draw = 0; draw < 300; ++draw) {
+    // Up to eight rules, each a random cause with a random impact (1 ms to 20 s).
+    std::string text = R"({"family": "x", "rules": [)";
+    const int n = 1 + static_cast<int>(u(rng) * 8);
+    for (int i = 0; i < n; ++i) {
+      const std::string& cause = all[static_cast<std::size_t>(u(rng) * all.size()) % all.size()];
+      const double impact = std::exp(std::log(1.0) + u(rng) * std::log(20000.0));
+      text += std::string(i ? "," : "") + R"({"id": "x.r)" + std::to_string(i) + R"(", "cause": ")" + cause +
+              R"(", "severity": "warning", "title": "t", "when": "1", "impact_ms": ")" + std::to_string(impact) +
+              R"(", "confidence": 0.5, "explain": "e"})";
+    }
+    text += "]}";
+    LoadReport report;
+    const RuleSet set = load(text, report);
+    REQUIRE(report.errors.empty());
+    std::map<std::string, double> metrics;
+    if (u(rng) < 0.8) metrics["baseline.total_p50_ms"] = 50 + u(rng) * 10000;
+    const auto found = diagnose(set, metrics);
+    double sum = 0;
+    for (const auto& f : found) {
+      CHECK(f.share >= 0);
+      CHECK(f.share <= 1);
+      sum += f.share;
+    }
+    CHECK_MESSAGE(sum <= 1 + 1e-9, "draw " << draw << ": shares add up to " << sum);
+  }
+}
+
+TEST_CASE("two causes that explain the same milliseconds split the typical request, the first ranked first") {
+  const std::string text = R"({"family": "x", "rules": [
+    {"id": "x.place", "cause": "model_specific", "severity": "warning", "title": "t", "when": "1", "impact_ms": "860",
+     "confidence": 0.7, "explain": "e"},
+    {"id": "x.phase", "cause": "decode_bound", "severity": "warning", "title": "t", "when": "1", "impact_ms": "800",
+     "confidence": 0.7, "explain": "e"},
+    {"id": "x.cold", "cause": "cold_start", "severity": "warning", "title": "t", "when": "1", "impact_ms": "2000",
+     "confidence": 0.7, "explain": "e"}]})";
+  LoadReport report;
+  const RuleSet set = load(text, report);
+  REQUIRE(report.errors.empty());
+  const auto found = diagnose(set, {{"baseline.total_p50_ms", 1000}});
+  REQUIRE(found.size() == 3);
+  CHECK(found[0].rule == "x.cold");
+  CHECK(found[0].share == doctest::Approx(2000.0 / 3000));  // on top of the 1000 ms request
+  CHECK(found[1].share == doctest::Approx(860.0 / 3000));
+  CHECK(found[2].share == doctest::Approx(140.0 / 3000));   // what the first left of the typical request
+  CHECK(found[2].impact_ms == 800);                         // its own milliseconds are kept as measured
+}
+
+}  // namespace infdoctor::rules
