@@ -55,6 +55,8 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.tls_verify_off", "flag", "1 when certificates were not verified (--insecure over https)"},
       {"run.rate_limited_count", "count", "answers with HTTP 429"},
       {"run.retry_wait_ms", "ms", "time spent waiting out Retry-After and backoff"},
+      {"run.cached_prompts_count", "count",
+       "answers that reported prompt tokens served from the provider's cache (every prompt of a run is unique)"},
   };
   return k;
 }

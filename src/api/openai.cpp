@@ -32,7 +32,25 @@ Usage parse_usage(const json& j) {
   Usage u;
   u.prompt_tokens = int_or_none(j, "prompt_tokens");
   u.completion_tokens = int_or_none(j, "completion_tokens");
+  if (auto d = j.find("prompt_tokens_details"); d != j.end() && d->is_object()) u.cached_tokens = int_or_none(*d, "cached_tokens");
   return u;
+}
+
+// The Messages API counts cache reads and writes apart from input_tokens; the prompt is all three.
+Usage parse_anthropic_usage(const json& j) {
+  Usage u;
+  u.completion_tokens = int_or_none(j, "output_tokens");
+  u.cached_tokens = int_or_none(j, "cache_read_input_tokens");
+  if (auto in = int_or_none(j, "input_tokens"))
+    u.prompt_tokens = *in + u.cached_tokens.value_or(0) + int_or_none(j, "cache_creation_input_tokens").value_or(0);
+  return u;
+}
+
+// Fields a later usage object carries replace the earlier ones.
+void merge_usage(Usage& into, const Usage& from) {
+  if (from.prompt_tokens) into.prompt_tokens = from.prompt_tokens;
+  if (from.completion_tokens) into.completion_tokens = from.completion_tokens;
+  if (from.cached_tokens) into.cached_tokens = from.cached_tokens;
 }
 
 bool nonempty_string(const json& j, const char* key) {
@@ -115,10 +133,7 @@ core::Result<ChatResponse> parse_chat_response(std::string_view body, Flavour f)
     for (const auto& b : *content)
       if (b.is_object() && str_or_empty(b, "type") == "text") out.content += str_or_empty(b, "text");
     out.finish_reason = str_or_empty(j, "stop_reason");
-    if (auto u = j.find("usage"); u != j.end()) {
-      out.usage.prompt_tokens = int_or_none(*u, "input_tokens");
-      out.usage.completion_tokens = int_or_none(*u, "output_tokens");
-    }
+    if (auto u = j.find("usage"); u != j.end() && u->is_object()) out.usage = parse_anthropic_usage(*u);
     return out;
   }
   auto choices = j.find("choices");
@@ -177,11 +192,7 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
     return;
   }
   if (id_.empty()) id_ = str_or_empty(j, "id");
-  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    Usage parsed = parse_usage(*u);
-    if (parsed.prompt_tokens) usage_.prompt_tokens = parsed.prompt_tokens;
-    if (parsed.completion_tokens) usage_.completion_tokens = parsed.completion_tokens;
-  }
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) merge_usage(usage_, parse_usage(*u));
   if (auto t = j.find("timings"); t != j.end() && t->is_object()) timings_ = *t;
   bool content = false;
   if (auto choices = j.find("choices"); choices != j.end() && choices->is_array()) {
@@ -216,18 +227,18 @@ bool ChatStream::on_anthropic_event(const json& j) {
   if (type == "message_start") {
     if (auto m = j.find("message"); m != j.end() && m->is_object()) {
       if (id_.empty()) id_ = str_or_empty(*m, "id");
-      if (auto u = m->find("usage"); u != m->end() && u->is_object())
-        if (auto n = int_or_none(*u, "input_tokens")) usage_.prompt_tokens = n;
+      if (auto u = m->find("usage"); u != m->end() && u->is_object()) {
+        Usage start = parse_anthropic_usage(*u);
+        start.completion_tokens.reset();  // message_start's output_tokens is a placeholder
+        merge_usage(usage_, start);
+      }
     }
     return false;
   }
   if (type == "message_delta") {
     if (auto d = j.find("delta"); d != j.end() && d->is_object())
       if (std::string sr = str_or_empty(*d, "stop_reason"); !sr.empty()) finish_reason_ = sr;
-    if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-      if (auto n = int_or_none(*u, "output_tokens")) usage_.completion_tokens = n;
-      if (auto n = int_or_none(*u, "input_tokens")) usage_.prompt_tokens = n;
-    }
+    if (auto u = j.find("usage"); u != j.end() && u->is_object()) merge_usage(usage_, parse_anthropic_usage(*u));
     return false;
   }
   if (type == "message_stop") {

@@ -35,8 +35,11 @@ std::string build_chat_body(const ChatRequest& r, Flavour f = Flavour::OpenAI);
 std::string synthetic_prompt(int tokens);
 
 struct Usage {
-  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> prompt_tokens;      // all of the prompt, cached or not
   std::optional<std::int64_t> completion_tokens;
+  // Prompt tokens the provider served from its prefix cache: OpenAI's
+  // prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens.
+  std::optional<std::int64_t> cached_tokens;
 };
 
 struct ApiError {

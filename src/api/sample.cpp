@@ -71,6 +71,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
         fail(s, parsed.error().code, parsed.error().message, "receive");
       } else {
         s.prompt_tokens = parsed->usage.prompt_tokens;
+        s.cached_tokens = parsed->usage.cached_tokens;
         s.output_tokens = parsed->usage.completion_tokens;
         s.tokens_from_usage = s.output_tokens.has_value();
         s.finish_reason = parsed->finish_reason;
@@ -87,6 +88,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.server_timings = stream->server_timings();
   s.client_parse_ms = core::to_ms(stream->parse_time());
   s.prompt_tokens = stream->usage().prompt_tokens;
+  s.cached_tokens = stream->usage().cached_tokens;
   s.output_tokens = stream->usage().completion_tokens;
   s.tokens_from_usage = s.output_tokens.has_value();
   if (s.request_id.empty()) s.request_id = stream->response_id();
@@ -164,6 +166,7 @@ void visit_fields(Sample& s, F&& f) {
   f("events_per_token", s.events_per_token);
   f("prompt_tokens", s.prompt_tokens);
   f("output_tokens", s.output_tokens);
+  f("cached_tokens", s.cached_tokens);
   f("tokens_from_usage", s.tokens_from_usage);
   f("events_count", s.events);
   f("content_events_count", s.content_events);

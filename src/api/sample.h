@@ -40,6 +40,7 @@ struct RequestSample {
   std::optional<double> dns_ms, connect_ms, tls_ms, request_sent_ms, server_wait_ms, ttfb_ms, first_event_ms, ttft_ms,
       total_ms, transfer_ms, tpot_ms, output_tokens_per_s, events_per_token;
   std::optional<std::int64_t> prompt_tokens, output_tokens;
+  std::optional<std::int64_t> cached_tokens;  // prompt tokens the provider served from its cache
   bool tokens_from_usage = false;
   std::size_t events = 0, content_events = 0, malformed_events = 0;
   std::size_t content_arrivals = 0;  // distinct moments content arrived: fewer than events when clumped

@@ -109,6 +109,7 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   Reader r(j, path, err);
   r.get("overhead_ms", m.overhead_ms, 0, kMaxMs);
   r.get("prefill_ms_per_token", m.prefill_ms_per_token, 0, 1e4);
+  r.get("prefix_cache_block_tokens", m.prefix_cache_block_tokens, 0, 1e5);
   r.get("decode_ms_per_token", m.decode_ms_per_token, 0, 1e5);
   r.get("jitter_ms", m.jitter_ms, 0, kMaxMs);
   int out_tokens = -1;

@@ -35,6 +35,11 @@ const std::vector<std::string>& fault_kinds();
 struct ModelSpec {
   double overhead_ms = 0;            // fixed time before the first token
   double prefill_ms_per_token = 0;   // per prompt token
+  // Prefix caching, as vLLM's and SGLang's block caches and llama.cpp's cache_prompt do: the
+  // longest prefix (in whole blocks of this many tokens) shared with an earlier prompt to this
+  // model costs no prefill and is reported as usage.prompt_tokens_details.cached_tokens
+  // (Anthropic: cache_read_input_tokens). 0 = off.
+  int prefix_cache_block_tokens = 0;
   double decode_ms_per_token = 0;    // per output token after the first
   double jitter_ms = 0;              // uniform +-jitter added to the first-token time
   std::optional<int> output_tokens;  // the model stops here if max_tokens is larger

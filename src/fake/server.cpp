@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 #include <type_traits>
+#include <unordered_set>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -113,21 +114,51 @@ struct ModelState {
   int in_flight = 0;
   Clock::time_point last_done;
   bool ever_served = false;
+  std::unordered_set<std::uint64_t> cached_prefixes;  // hashes of every whole-block prefix seen
 };
+
+// The prompt's words (the fake's tokens) across its messages, in order.
+std::vector<std::string_view> prompt_words(const json& messages) {
+  std::vector<std::string_view> out;
+  for (const auto& m : messages) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) continue;
+    const std::string& s = m["content"].get_ref<const std::string&>();
+    std::size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+      const std::size_t start = i;
+      while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+      if (i > start) out.push_back(std::string_view(s).substr(start, i - start));
+    }
+  }
+  return out;
+}
+
+// Prefix caching: how many leading tokens, in whole blocks, an earlier prompt already had; then
+// this prompt's block prefixes are remembered. A chained hash per block, as a block cache keys
+// its blocks by everything before them. Bounded: the oldest state is dropped wholesale.
+std::size_t cached_prefix_tokens(ModelState& st, const std::vector<std::string_view>& words) {
+  const int block = st.spec.prefix_cache_block_tokens;
+  if (block <= 0) return 0;
+  std::lock_guard lock(st.mu);
+  if (st.cached_prefixes.size() > 200000) st.cached_prefixes.clear();
+  std::uint64_t h = 1469598103934665603ull;
+  std::size_t cached = 0;
+  bool still_cached = true;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    for (char c : words[i]) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    h = (h ^ 0x20u) * 1099511628211ull;
+    if ((i + 1) % static_cast<std::size_t>(block) != 0) continue;
+    if (still_cached && st.cached_prefixes.count(h)) cached = i + 1;
+    else still_cached = false;
+    st.cached_prefixes.insert(h);
+  }
+  return cached;
+}
 
 const char* kWords[] = {" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " and",
                         " then", " it", " rests", " in", " warm", " sun"};
 
-std::size_t count_words(const std::string& s) {
-  std::size_t n = 0;
-  bool in = false;
-  for (char c : s) {
-    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
-    if (!space && !in) ++n;
-    in = !space;
-  }
-  return n;
-}
 
 std::string error_body(const std::string& message, const std::string& type, const std::string& code) {
   json j = {{"error", {{"message", message}, {"type", type}, {"code", code.empty() ? json(nullptr) : json(code)}}}};
@@ -419,11 +450,11 @@ struct Server::Impl {
     ModelState& st = *mit->second;
     const ModelSpec& spec = st.spec;
 
-    std::size_t prompt_tokens = 0;
+    std::size_t prompt_tokens = 0, cached_tokens = 0;
     if (auto msgs = body.find("messages"); msgs != body.end() && msgs->is_array()) {
-      for (const auto& m : *msgs)
-        if (m.is_object() && m.contains("content") && m["content"].is_string())
-          prompt_tokens += count_words(m["content"].get_ref<const std::string&>());
+      const auto words = prompt_words(*msgs);
+      prompt_tokens = words.size();
+      cached_tokens = cached_prefix_tokens(st, words);
     } else {
       return reply_error(400, model, "`messages` must be an array", "invalid_request_error", "invalid_messages");
     }
@@ -525,7 +556,7 @@ struct Server::Impl {
     const auto admitted = waited ? Clock::now() : parsed_at;
     const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
     const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
-    const double first_ms = spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens) +
+    const double first_ms = spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens - cached_tokens) +
                             (cold ? spec.cold_penalty_ms : 0.0) + jitter(spec.jitter_ms);
     const auto first_at = admitted + from_ms(std::max(0.0, first_ms));
     Clock::duration shift{};  // a planted stall pushes every later token back
@@ -564,7 +595,9 @@ struct Server::Impl {
                           {"model", model},
                           {"content", json::array({{{"type", "text"}, {"text", text}}})},
                           {"stop_reason", finish},
-                          {"usage", {{"input_tokens", prompt_tokens}, {"output_tokens", n_out}}}};
+                          {"usage", {{"input_tokens", prompt_tokens - cached_tokens},
+                                     {"cache_read_input_tokens", cached_tokens},
+                                     {"output_tokens", n_out}}}};
         return write_simple(stream, 200, msg.dump(), keep, headers);
       }
       json out = {{"id", "chatcmpl-" + rid},
@@ -576,6 +609,7 @@ struct Server::Impl {
                                             {"finish_reason", finish}}})},
                   {"usage",
                    {{"prompt_tokens", prompt_tokens},
+                    {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
                     {"completion_tokens", n_out},
                     {"total_tokens", prompt_tokens + static_cast<std::size_t>(n_out)}}}};
       return write_simple(stream, 200, out.dump(), keep, headers);
@@ -618,7 +652,9 @@ struct Server::Impl {
                             {"model", model},
                             {"content", json::array()},
                             {"stop_reason", nullptr},
-                            {"usage", {{"input_tokens", prompt_tokens}, {"output_tokens", 1}}}}}};
+                            {"usage", {{"input_tokens", prompt_tokens - cached_tokens},
+                                       {"cache_read_input_tokens", cached_tokens},
+                                       {"output_tokens", 1}}}}}};
       if (!send(named("message_start", start.dump()) +
                 named("content_block_start",
                       R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})") +
@@ -727,6 +763,7 @@ struct Server::Impl {
     tail = event(chunk_head + "{\"index\":0,\"delta\":{},\"finish_reason\":\"" + finish + "\"}]}");
     if (include_usage) {
       tail += event(chunk_head + "],\"usage\":{\"prompt_tokens\":" + std::to_string(prompt_tokens) +
+                    ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(cached_tokens) + "}" +
                     ",\"completion_tokens\":" + std::to_string(sent) +
                     ",\"total_tokens\":" + std::to_string(prompt_tokens + static_cast<std::size_t>(sent)) + "}}");
     }

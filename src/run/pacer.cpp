@@ -1,6 +1,7 @@
 #include "run/pacer.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "api/endpoint_spec.h"
 #include "core/interrupt.h"
@@ -63,6 +64,16 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
   return {};
 }
 
+std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n) {
+  char word[40];
+  std::snprintf(word, sizeof word, "n%08llx%06llx", static_cast<unsigned long long>(seed & 0xffffffffu),
+                static_cast<unsigned long long>(n & 0xffffffu));
+  const auto first_end = prompt.find_first_of(" \t\n");
+  const auto first_start = prompt.find_first_not_of(" \t\n");
+  if (first_start != 0 || first_end == std::string::npos) return std::string(word) + " " + prompt;
+  return word + prompt.substr(first_end);
+}
+
 core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& ep,
                                                           const std::vector<api::ChatRequest>& reqs,
                                                           core::SteadyTime deadline) {
@@ -96,7 +107,13 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   bounded.timeout = std::min(bounded.timeout, left);
   bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
   spent_ += n;
-  std::vector<api::RequestSample> out = api::run_chats(http_, bounded, reqs);
+  // Every prompt begins with a word no other prompt has, so no two share a prefix: an engine that
+  // caches prefixes (llama.cpp's cache_prompt, vLLM's and SGLang's block caches, OpenAI from 1,024
+  // tokens) cannot serve a sweep's prompts, each a prefix of the next, from its cache. The nonce
+  // replaces the first word, so a prompt keeps its length in words.
+  std::vector<api::ChatRequest> unique = reqs;
+  for (auto& r : unique) r.prompt = with_nonce(r.prompt, nonce_seed_, ++nonces_);
+  std::vector<api::RequestSample> out = api::run_chats(http_, bounded, unique);
   const auto now_wall = std::chrono::system_clock::now();
   // Successes first: a batch in which any request got through reached the model.
   ok_ += static_cast<int>(std::count_if(out.begin(), out.end(), [](const api::RequestSample& s) { return s.ok; }));
@@ -106,6 +123,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
 
 void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
   if (sample_sink_) sample_sink_(s, current_check_);
+  if (s.cached_tokens && *s.cached_tokens > 0) ++cached_prompts_;
   if (ok_ == 0 && unreachable_.empty()) {
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it

@@ -4,7 +4,9 @@
 // after 429 and 503, the run's failure streak, and the counts the errors rules read. Every model
 // request a check sends passes through here, so no check spends, waits or counts on its own.
 #include <functional>
+#include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 
 #include "checks/check.h"
@@ -17,6 +19,10 @@ namespace infdoctor::run {
 // Why a failed request means the run cannot reach the model at all, with the fix; empty when the
 // failure is the provider's to answer for (a timeout, a 5xx, a broken stream, a 429).
 std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample& s);
+
+// `prompt` with its first word replaced by a word unique to the run (seed) and the request (n);
+// a prompt that does not start with a word gets the nonce in front.
+std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n);
 
 class Pacer final : public checks::ModelPort {
  public:
@@ -45,6 +51,7 @@ class Pacer final : public checks::ModelPort {
   const std::string& unreachable() const { return unreachable_; }
 
   int requests_spent() const { return spent_; }
+  int cached_prompt_count() const { return cached_prompts_; }  // answers that reported cached prompt tokens
   int rate_limited_count() const { return rate_limited_; }
   double retry_wait_ms() const { return retry_wait_ms_; }
   // Failed model requests by error token ("timeout", "http_status", ...), and server errors
@@ -69,6 +76,9 @@ class Pacer final : public checks::ModelPort {
   std::chrono::milliseconds backoff_{0};
   std::map<std::string, int> failures_;
   int server_errors_ = 0;
+  int cached_prompts_ = 0;
+  std::uint64_t nonce_seed_ = std::random_device{}();
+  std::uint64_t nonces_ = 0;
   int ok_ = 0;
   std::string unreachable_;
   checks::FailureStreak streak_{kRunFailureLimit};  // failed model requests in a row, across checks

@@ -75,6 +75,9 @@ void end_run(const Side& side, RunResult& out) {
   out.run_metrics["run.tls_failed_count"] = count({"tls_failed"});
   out.run_metrics["run.tls_verify_off"] = ctx.target().scheme == "https" && ctx.endpoint().tls.insecure ? 1 : 0;
   out.run_metrics["run.rate_limited_count"] = pacer.rate_limited_count();
+  // A provider that caches prompts is a fact of the endpoint: every prompt of the run was unique,
+  // so what it served from cache was the shared chat template or an earlier identical prompt.
+  out.run_metrics["run.cached_prompts_count"] = pacer.cached_prompt_count();
   out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();

@@ -1,5 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "api/openai.h"
+#include "run/pacer.h"
 #include "support/checks_support.h"
 #include "support/fake_process.h"
 
@@ -49,6 +55,52 @@ TEST_CASE("sweep: --max-requests is never exceeded") {
   CHECK(c.error == "budget_exhausted");
   CHECK(server->served().size() == 5);
   CHECK(pacer->requests_spent() == 5);
+}
+
+}  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("sweep: an engine that caches prompt prefixes does not fool the prefill fit (random slopes and blocks)") {
+  // The sweep's prompts are each a prefix of the next; on an engine with a prefix cache (vLLM's
+  // blocks, llama.cpp's cache_prompt) the longer ones would be served mostly from cache and the
+  // slope would read low. Every prompt of a run is unique from its first word, so nothing is cached.
+  std::mt19937_64 rng(1515);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int draw = 0; draw < 3; ++draw) {
+    const double slope = 0.1 + u(rng) * 0.6;                 // ms per prompt token
+    const int block = 1 << (3 + static_cast<int>(u(rng) * 3));  // 8, 16 or 32 tokens
+    auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 30, "prefill_ms_per_token": )" +
+                                   std::to_string(slope) + R"(, "decode_ms_per_token": 2, "prefix_cache_block_tokens": )" +
+                                   std::to_string(block) + "}}}");
+    run::Pacer* pacer = nullptr;
+    const auto c = test::run_check("sweep", {server->base_url(),
+                                             {{"sweep.prompt_tokens", "64,512,1024,1536"},
+                                              {"sweep.max_tokens", "1,16"},
+                                              {"sweep.repeats", "2"}},
+                                             "",
+                                             {"m", ""}},
+                                   &pacer);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    INFO("planted " << slope << " ms/token, block " << block);
+    CHECK(test::metric(c, "prefill_ms_per_token") == doctest::Approx(slope).epsilon(0.10));
+    CHECK(pacer->cached_prompt_count() == 0);  // nothing was served from the cache
+    for (const auto& [s, _] : c.requests) CHECK(s.cached_tokens.value_or(-1) == 0);  // the fake reports 0 cached
+  }
+}
+
+TEST_CASE("the prompt nonce: one unique first word per request, the length in words kept") {
+  const std::string prompt = api::synthetic_prompt(40);
+  std::set<std::string> firsts;
+  for (std::uint64_t n = 1; n <= 500; ++n) {
+    const std::string p = run::with_nonce(prompt, 0xabcdef12, n);
+    CHECK(std::count(p.begin(), p.end(), ' ') == std::count(prompt.begin(), prompt.end(), ' '));
+    CHECK(p.substr(p.find(' ')) == prompt.substr(prompt.find(' ')));
+    firsts.insert(p.substr(0, p.find(' ')));
+  }
+  CHECK(firsts.size() == 500);
+  CHECK(run::with_nonce(" padded", 1, 1).find(" padded") != std::string::npos);  // not a word first: nonce in front
+  CHECK(run::with_nonce("", 1, 1).size() > 1);
 }
 
 }  // namespace infdoctor

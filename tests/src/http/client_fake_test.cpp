@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "api/chat.h"
+#include "api/openai.h"
 #include "stats/summary.h"
 #include "support/fake_process.h"
 #include "support/timing.h"
@@ -268,6 +269,29 @@ TEST_CASE("non-streamed requests") {
   CHECK(*s.output_tokens == 10);
   CHECK_FALSE(s.ttft_ms.has_value());  // no stream, no first token
   CHECK(*s.total_ms == doctest::Approx(50 + 9 * 5).epsilon(0.2));
+}
+
+TEST_CASE("the fake's prefix cache: a repeated prompt's whole blocks are free and reported as cached, in both flavours") {
+  auto server = test::start_fake(
+      R"({"models": {"m": {"overhead_ms": 20, "prefill_ms_per_token": 1, "prefix_cache_block_tokens": 16}}})");
+  for (const auto flavour : {api::Flavour::OpenAI, api::Flavour::Anthropic}) {
+    api::Endpoint ep = endpoint_for(*server, false);
+    ep.flavour = flavour;
+    api::ChatRequest c = chat("m", 1);
+    // Different from the first word on, so the two flavours share no prefix.
+    c.prompt = std::string(flavour == api::Flavour::OpenAI ? "openai " : "anthropic ") + api::synthetic_prompt(200);
+    http::Client client;
+    const auto first = api::run_chat(client, ep, c);
+    const auto again = api::run_chat(client, ep, c);
+    REQUIRE(first.ok);
+    REQUIRE(again.ok);
+    CHECK(*first.prompt_tokens == 201);
+    CHECK(*again.prompt_tokens == 201);  // all of the prompt, cached or not
+    CHECK(*first.cached_tokens == 0);
+    CHECK(*again.cached_tokens == 192);  // 12 whole blocks of 16
+    // 192 tokens at 1 ms each are not prefilled again.
+    CHECK(*first.ttft_ms - *again.ttft_ms == doctest::Approx(192).epsilon(0.25));
+  }
 }
 
 }  // namespace infdoctor
