@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <sstream>
@@ -73,8 +74,16 @@ std::string unknown_word(CLI::App& app, int argc, char** argv) {
         if (std::find(own.begin(), own.end(), name) != own.end()) match = o;
         for (const auto& l : o->get_lnames()) names.push_back("--" + l);
       }
-    if (match && !is_long && name == "m" && i + 1 < argc && !std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
-      match = nullptr;  // -m MODEL from before -m was curl's --max-time
+    // -m MODEL from before -m was curl's --max-time: the value is no number of seconds.
+    const auto renamed_here = [&](const std::string& old_name) {
+      return std::any_of(std::begin(kRenamed), std::end(kRenamed),
+                         [&](const Renamed& r) { return cmd->get_name() == r.command && old_name == r.old_name; });
+    };
+    if (match && !is_long && name == "m" && arg.size() == 2 && i + 1 < argc && renamed_here("-m")) {
+      char* end = nullptr;
+      std::strtod(argv[i + 1], &end);
+      if (end == argv[i + 1] || *end != '\0') match = nullptr;
+    }
     if (!match) {
       for (const Renamed& r : kRenamed)
         if (cmd->get_name() == r.command && std::string(r.old_name) == (is_long ? "--" : "-") + name)

@@ -81,6 +81,10 @@ TEST_CASE("flags renamed so that one name means one thing say their new name") {
   r = infdoctor({"probe", "--base-url", "http://127.0.0.1:9/v1", "-m", "gpt-4o"});
   CHECK(r.exit_code == 64);
   CHECK(r.err.find("-m is now --model (-m is curl's --max-time)") != std::string::npos);
+  // A number of seconds is -m's value, however it is written.
+  auto server = test::start_fake(kModel);
+  for (const char* seconds : {"5", ".5", "2.5e1"})
+    CHECK(infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "-m", seconds}).exit_code == 0);
   // The help of run and probe lists curl's letters with curl's meanings.
   for (const char* cmd : {"run", "probe"}) {
     r = infdoctor({cmd, "--help"});
