@@ -13,6 +13,7 @@
 
 #include "checks/check.h"
 #include "checks/registry.h"
+#include "core/json_text.h"
 #include "net/probes.h"
 
 namespace infdoctor::checks {
@@ -247,7 +248,7 @@ class PathCheck final : public Check {
       const stats::Summary s = stats::summarize(rtts);
       last_p50 = s.p50;
       hops.push_back({{"ttl", h.ttl},
-                      {"address", addr.empty() ? nlohmann::json(nullptr) : nlohmann::json(addr)},
+                      {"address", core::text_or_null(addr)},
                       {"rtt_ms", probe_ms},
                       {"p50_ms", s.p50 ? nlohmann::json(*s.p50) : nlohmann::json(nullptr)},
                       {"loss_ratio", h.probes.empty() ? 1.0 : 1.0 - static_cast<double>(rtts.size()) / h.probes.size()},

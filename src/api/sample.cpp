@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/clock.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 
 namespace infdoctor::api {
@@ -192,7 +193,7 @@ nlohmann::json value_json(const T& v) {
   return nlohmann::json(v);
 }
 // Unmeasured is null, not "": no request id, no peer address, no status line.
-nlohmann::json value_json(const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); }
+nlohmann::json value_json(const std::string& v) { return core::text_or_null(v); }
 
 // Reads one field; null or absent leaves the default. A value of the wrong type throws
 // nlohmann's type_error, which sample_from_json turns into its error.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "stats/summary.h"
@@ -30,17 +31,16 @@ nlohmann::json probe_json(const api::RequestSample& s) {
     if (v) return *v;
     return nullptr;
   };
-  auto text = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
   nlohmann::json j = {
       {"schema", "infdoctor.probe/1"},
       {"ok", s.ok},
-      {"error", text(s.ok ? "" : s.error)},
-      {"error_message", text(s.ok ? "" : s.error_message)},
-      {"failed_phase", text(s.ok ? "" : s.failed_phase)},
+      {"error", core::text_or_null(s.ok ? "" : s.error)},
+      {"error_message", core::text_or_null(s.ok ? "" : s.error_message)},
+      {"failed_phase", core::text_or_null(s.ok ? "" : s.failed_phase)},
       {"http_status", s.http_status > 0 ? nlohmann::json(s.http_status) : nlohmann::json(nullptr)},
-      {"http_version", text(s.http_version)},
-      {"request_id", text(s.request_id)},
-      {"remote_ip", text(s.remote_ip)},
+      {"http_version", core::text_or_null(s.http_version)},
+      {"request_id", core::text_or_null(s.request_id)},
+      {"remote_ip", core::text_or_null(s.remote_ip)},
       {"dns_ms", opt(s.dns_ms)},
       {"connect_ms", opt(s.connect_ms)},
       {"tls_ms", opt(s.tls_ms)},

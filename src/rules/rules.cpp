@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/json_text.h"
 #include "core/strings.h"
 
 namespace infdoctor::rules {
@@ -368,7 +369,7 @@ nlohmann::json to_json(const std::vector<Finding>& findings) {
 
 nlohmann::json to_json(const Finding& f) {
   return {{"rule", f.rule},
-          {"cause", f.cause.empty() ? json(nullptr) : json(f.cause)},
+          {"cause", core::text_or_null(f.cause)},
           {"severity", severity_name(f.severity)},
           {"impact_ms", f.impact_ms},
           {"share", f.share},

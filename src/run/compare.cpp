@@ -8,6 +8,7 @@
 
 #include "checks/registry.h"
 #include "core/exit_code.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 
 namespace infdoctor::run {
@@ -102,13 +103,13 @@ nlohmann::json to_json(const Comparison& c) {
                       {"a", opt(l.a)},
                       {"b", opt(l.b)},
                       {"ratio", opt(l.ratio)},
-                      {"significant", l.significant.empty() ? nlohmann::json(nullptr) : nlohmann::json(l.significant)},
+                      {"significant", core::text_or_null(l.significant)},
                       {"explains_ms", l.explains_ms}});
   return {{"schema", "infdoctor.compare/1"},
           {"a", c.name_a},
           {"b", c.name_b},
           {"total_p50_ms", {{"a", opt(c.total_a)}, {"b", opt(c.total_b)}}},
-          {"slower", c.slower.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.slower)},
+          {"slower", core::text_or_null(c.slower)},
           {"explaining", c.explaining},
           {"layers", layers}};
 }

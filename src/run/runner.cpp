@@ -6,6 +6,7 @@
 #include "checks/registry.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "core/version.h"
@@ -113,11 +114,10 @@ nlohmann::json to_json(const RunResult& r) {
   for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
   nlohmann::json history = nlohmann::json::object();
   for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
-  const auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
   return {{"schema", "infdoctor.results/1"},
           {"infdoctor_version", core::kVersion},
           {"exit_code", exit_code(r)},
-          {"models", {{"target", text_or_null(r.models.target)}, {"small", text_or_null(r.models.small)}}},
+          {"models", {{"target", core::text_or_null(r.models.target)}, {"small", core::text_or_null(r.models.small)}}},
           {"run", {{"metrics", run_metrics}}},
           {"diagnosis", rules::to_json(r.diagnosis)},
           {"target",
@@ -130,8 +130,8 @@ nlohmann::json to_json(const RunResult& r) {
           {"partial", !r.interrupted_by.empty()},
           {"history", history},
           {"preset", r.preset},
-          {"interrupted_by", r.interrupted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.interrupted_by)},
-          {"unreachable", r.unreachable.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.unreachable)},
+          {"interrupted_by", core::text_or_null(r.interrupted_by)},
+          {"unreachable", core::text_or_null(r.unreachable)},
           {"checks", checks}};
 }
 
