@@ -278,7 +278,7 @@ std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req,
   api::RequestSample s = std::move(r->front());
   streak_.record(s);
   out_.requests.push_back({s, label});
-  if (!s.ok) ++failures_;
+  if (!s.ok && s.limit.empty()) ++failures_;
   if (streak_.stop()) {  // the check ends here instead of hammering a failing endpoint
     out_.fail(streak_.error());
     stopped_ = true;
@@ -287,6 +287,7 @@ std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req,
 }
 
 void FailureStreak::record(const api::RequestSample& s) {
+  if (!s.limit.empty()) return;  // a stated limit is no failure, and no success either
   if (s.ok) {
     run_ = 0;
     return;

@@ -25,7 +25,9 @@ const CheckInfo kInfo{
       "instead of the slope when it is within the points' scatter: the smallest cost per MB that would show"},
      {"serialization.upload_parse_overhead_ms", "ms", "fitted TTFT at an empty body"},
      {"serialization.upload_parse_fit_r2_ratio", "ratio", "how well a line explains TTFT against body size"},
-     {"serialization.largest_body_bytes", "bytes", "largest request body sent"},
+     {"serialization.largest_body_bytes", "bytes", "largest request body answered"},
+     {"serialization.body_limit_bytes", "bytes",
+      "smallest request body the endpoint refused as too large (413): a limit, not a failure; larger sizes are not sent"},
      {"serialization.ttft_at_largest_body_ms", "ms", "median TTFT at the largest body"},
      {"serialization.stream_total_p50_ms", "ms", "streamed: median end-to-end"},
      {"serialization.nonstream_total_p50_ms", "ms", "not streamed: median end-to-end"},
@@ -72,7 +74,9 @@ class SerializationCheck final : public Check {
     const std::size_t plain_bytes = api::build_chat_body(base).size();
     std::vector<double> x, y, at_largest;
     double largest = 0;
+    bool refused = false;  // the endpoint said a body this large is too large: larger ones are not sent
     for (const double kb : sizes_kb_) {
+      if (refused) break;
       const auto target = static_cast<std::size_t>(kb * 1024);
       api::ChatRequest req = base;
       req.pad_bytes = target > plain_bytes ? target - plain_bytes : 0;
@@ -82,6 +86,11 @@ class SerializationCheck final : public Check {
         ctx.progress("serialization: request body of " + std::to_string(static_cast<long long>(body_bytes)) + " bytes");
         auto s = loop.send(req, {{"body_bytes", body_bytes}});
         if (!s) break;
+        if (s->limit == "body_size") {
+          out.set("body_limit_bytes", body_bytes);
+          refused = true;
+          break;
+        }
         if (auto t = server_ttft_ms(*s)) {
           x.push_back(body_bytes / (1024.0 * 1024.0));
           y.push_back(*t);

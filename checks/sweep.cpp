@@ -30,6 +30,9 @@ const CheckInfo kInfo{
      {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
      {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
      {"sweep.max_prompt_tokens_count", "count", "largest prompt (server tokens) measured"},
+     {"sweep.refused_prompt_tokens_count", "count",
+      "smallest prompt (tokens asked) the model refused as longer than its context: a limit, not a failure; larger "
+      "sizes are not sent"},
      {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
      {"sweep.decode_ms_per_token", "ms", "fitted end-to-end slope per output token",
       {.history = true}},
@@ -86,6 +89,7 @@ class SweepCheck final : public Check {
         if (!s) break;
         if (!s->ok) {
           if (s->http_status == 400 || s->http_status == 413) refused = true;  // too long for the model
+          if (s->limit == "context_length") out.set("refused_prompt_tokens_count", want);
           break;
         }
         const double tokens = s->prompt_tokens ? static_cast<double>(*s->prompt_tokens) : want;

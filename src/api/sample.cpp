@@ -63,6 +63,12 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     if (const std::string line = error_body_line(r.body); !line.empty()) msg += ": " + line;
     if (auto ra = r.header("retry-after")) msg += " (retry-after " + *ra + ")";
     fail(s, core::ErrorCode::HttpStatus, std::move(msg), "http");
+    const auto api_error = parse_error_body(r.body);
+    const std::string said = api_error ? core::lower(api_error->message + " " + api_error->code) : std::string();
+    if (r.http_status == 413) s.limit = "body_size";
+    else if (r.http_status == 400 && (said.find("context_length") != std::string::npos ||
+                                      said.find("context length") != std::string::npos))
+      s.limit = "context_length";
   }
 
   if (stream == nullptr) {
@@ -146,6 +152,7 @@ void visit_fields(Sample& s, F&& f) {
   f("error", s.error);
   f("error_message", s.error_message);
   f("failed_phase", s.failed_phase);
+  f("limit", s.limit);
   f("http_status", s.http_status);
   f("http_version", s.http_version);
   f("request_id", s.request_id);

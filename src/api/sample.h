@@ -31,6 +31,9 @@ struct RequestSample {
   std::string error;          // stable token when !ok
   std::string error_message;  // one line, with the provider's own message for HTTP errors
   std::string failed_phase;
+  // A limit the answer stated, which is a fact about the endpoint and not a failure of it:
+  // "body_size" (413) or "context_length" (400 context_length_exceeded). Empty otherwise.
+  std::string limit;
   long http_status = 0;
   std::string http_version;
   std::string request_id;

@@ -110,6 +110,7 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   r.get("overhead_ms", m.overhead_ms, 0, kMaxMs);
   r.get("prefill_ms_per_token", m.prefill_ms_per_token, 0, 1e4);
   r.get("prefix_cache_block_tokens", m.prefix_cache_block_tokens, 0, 1e5);
+  r.get("context_tokens", m.context_tokens, 0, 1e8);
   r.get("decode_ms_per_token", m.decode_ms_per_token, 0, 1e5);
   r.get("jitter_ms", m.jitter_ms, 0, kMaxMs);
   int out_tokens = -1;
@@ -150,6 +151,7 @@ core::Result<Scenario> parse_scenario(const std::string& json_text, const std::s
   Scenario s;
   Reader r(j, "scenario", &err);
   r.get("default_max_tokens", s.default_max_tokens, 1, 1e6);
+  r.get("max_body_bytes", s.max_body_bytes, 0, 1e10);
   r.get_string("api_key", s.api_key);
   r.get("tls_handshake_delay_ms", s.tls_handshake_delay_ms, 0, kMaxMs);
   r.get("seed", s.seed, 0, 1e15);

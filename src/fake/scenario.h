@@ -40,6 +40,9 @@ struct ModelSpec {
   // model costs no prefill and is reported as usage.prompt_tokens_details.cached_tokens
   // (Anthropic: cache_read_input_tokens). 0 = off.
   int prefix_cache_block_tokens = 0;
+  // The context window: a prompt plus max_tokens beyond it is refused with 400
+  // context_length_exceeded, in OpenAI's words. 0 = no limit.
+  int context_tokens = 0;
   double decode_ms_per_token = 0;    // per output token after the first
   double jitter_ms = 0;              // uniform +-jitter added to the first-token time
   std::optional<int> output_tokens;  // the model stops here if max_tokens is larger
@@ -62,6 +65,7 @@ struct ModelSpec {
 struct Scenario {
   std::map<std::string, ModelSpec> models;
   int default_max_tokens = 16;
+  double max_body_bytes = 0;  // a larger request body is refused with 413, as a gateway's limit (0: none)
   std::string api_key;  // when set, requests must carry it as a bearer token
   double tls_handshake_delay_ms = 0;  // a slow TLS terminator: wait before answering ClientHello
   std::uint64_t seed = 1;

@@ -440,6 +440,8 @@ struct Server::Impl {
       record(served_entry(model, arrived, status, rid, req.body().size()), req, body);
       return write_simple(stream, status, err_body(msg, type, code), keep, headers);
     };
+    if (scenario.max_body_bytes > 0 && static_cast<double>(req.body().size()) > scenario.max_body_bytes)
+      return reply_error(413, "", "request entity too large", "invalid_request_error", "payload_too_large");
     if (body.is_discarded() || !body.is_object())
       return reply_error(400, "", "request body is not a JSON object", "invalid_request_error", "invalid_json");
     const std::string model = body.value("model", std::string());
@@ -467,6 +469,12 @@ struct Server::Impl {
       if (auto it = body.find(key); it != body.end() && it->is_number_integer()) max_tokens = it->get<int>();
     if (max_tokens < 1 || max_tokens > 1000000)
       return reply_error(400, model, "max_tokens must lie in [1, 1000000]", "invalid_request_error", "invalid_max_tokens");
+    if (spec.context_tokens > 0 && prompt_tokens + static_cast<std::size_t>(max_tokens) > static_cast<std::size_t>(spec.context_tokens))
+      return reply_error(400, model,
+                         "This model's maximum context length is " + std::to_string(spec.context_tokens) +
+                             " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) +
+                             " tokens. Please reduce the length of the messages or completion.",
+                         "invalid_request_error", "context_length_exceeded");
     const bool stream_mode = body.value("stream", false);
     bool include_usage = false;
     if (auto so = body.find("stream_options"); so != body.end() && so->is_object())

@@ -128,6 +128,7 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it
   }
+  if (!s.limit.empty()) return;  // a limit the endpoint stated: a fact the check records, not a failure
   streak_.record(s);
   if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];
   if (s.http_status >= 500) ++server_errors_;

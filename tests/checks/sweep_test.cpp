@@ -104,3 +104,26 @@ TEST_CASE("the prompt nonce: one unique first word per request, the length in wo
 }
 
 }  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("sweep: a prompt longer than the model's context is a recorded limit, not a failed request") {
+  auto server = test::start_fake(
+      R"({"models": {"m": {"overhead_ms": 10, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 1, "context_tokens": 4096}}})");
+  run::Pacer* pacer = nullptr;
+  const auto c = test::run_check("sweep", {server->base_url(),
+                                           {{"sweep.prompt_tokens", "64,512,2048,8192,16384"},
+                                            {"sweep.max_tokens", "1,16"},
+                                            {"sweep.repeats", "1"}},
+                                           "",
+                                           {"m", ""}},
+                                 &pacer);
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "refused_prompt_tokens_count") == 8192);
+  CHECK(test::metric(c, "max_prompt_tokens_count") == 2048);
+  CHECK(test::metric(c, "failures_count") == 0);
+  CHECK(pacer->failures_by_token().empty());
+  for (const auto& s : server->served()) CHECK(s.body_bytes < 100000);  // the 16384-token prompt was never sent
+}
+
+}  // namespace infdoctor
