@@ -104,7 +104,9 @@ core::Result<Endpoint> make_endpoint(const EndpointSpec& f) {
   for (const auto& h : f.headers) {
     const auto colon = h.find(':');
     if (colon == std::string::npos || colon == 0 || h.find_first_of(" \t\r\n") < colon)
-      return core::make_error(ErrorCode::InvalidArgument, "-H wants \"Name: value\", got '" + core::redact_url(h) + "'");
+      // Not echoed: a malformed header may well be a credential ("Bearer sk-...").
+      return core::make_error(ErrorCode::InvalidArgument,
+                              "-H wants \"Name: value\": one of the headers given has no name before a colon");
     // A credential given as a header is a secret like the key: scrubbed from everything saved.
     const std::string name = core::lower(h.substr(0, colon));
     for (const char* word : {"auth", "key", "token", "secret", "cookie", "signature"})

@@ -117,7 +117,10 @@ TEST_CASE("-H adds a header to every request, and a credential in it is never pr
   CHECK(r.err.find("> POST " + server->base_url() + "/chat/completions") != std::string::npos);
   CHECK(r.err.find("< HTTP/1.1 200") != std::string::npos);
   CHECK((r.out + r.err).find("tok-header-secret") == std::string::npos);
-  CHECK(infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "-H", "no colon"}).exit_code == 64);
+  const auto bad = infdoctor({"probe", "--base-url", server->base_url(), "--model", "m", "-H", "Bearer tok-no-colon-secret"});
+  CHECK(bad.exit_code == 64);
+  CHECK(bad.err.find("-H wants \"Name: value\"") != std::string::npos);
+  CHECK(bad.err.find("tok-no-colon-secret") == std::string::npos);  // a malformed header is not echoed
 }
 
 TEST_CASE("run -v: one line per model request as it completes") {
