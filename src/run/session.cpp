@@ -87,13 +87,14 @@ Session::~Session() = default;
 
 void Session::announce() const {
   const api::Endpoint& ep = subject_.endpoint;
-  // A proxy from the environment is easy to forget, and every timing then includes it.
-  if (const std::string proxy = api::proxy_in_use(ep); !proxy.empty() && !ep.proxy)
+  // A proxy from the environment is easy to forget, and every timing then includes it: a warning,
+  // even with --quiet. One given with --proxy is a note.
+  const std::string proxy = api::proxy_in_use(ep);
+  if (!proxy.empty() && !ep.proxy)
     std::cerr << "infdoctor: warning: every HTTP request goes through the proxy " << proxy
               << ", and every timing includes it (--proxy '' to go direct)\n";
   if (options_.quiet) return;
-  if (const std::string proxy = api::proxy_in_use(ep); !proxy.empty() && ep.proxy)
-    std::cerr << "infdoctor: note: every HTTP request goes through the proxy " << proxy << '\n';
+  if (!proxy.empty() && ep.proxy) std::cerr << "infdoctor: note: every HTTP request goes through the proxy " << proxy << '\n';
   const auto planned = steps();
   if (ep.api_key.empty() && planned_cost(planned).requests > 0)
     std::cerr << "infdoctor: note: no API key"
