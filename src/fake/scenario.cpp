@@ -130,6 +130,16 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   r.get_bool("timing_headers", m.timing_headers);
   r.get_bool("role_chunk", m.role_chunk);
   r.get_bool("stamp_tokens", m.stamp_tokens);
+  r.get("decode_ms_per_1k_context", m.decode_ms_per_1k_context, 0, 1e4);
+  r.get("batch_decode_penalty", m.batch_decode_penalty, 0, 10);
+  r.get("tail_fraction", m.tail_fraction, 0, 1);
+  r.get("tail_factor", m.tail_factor, 1, 1000);
+  r.get("slow_every_s", m.slow_every_s, 0, 86400);
+  r.get("slow_for_s", m.slow_for_s, 0, 86400);
+  r.get("slow_factor", m.slow_factor, 1, 1000);
+  r.get("bucket_size", m.bucket_size, 0, 1e6);
+  r.get("bucket_per_s", m.bucket_per_s, 0, 1e6);
+  r.get("reasoning_tokens", m.reasoning_tokens, 0, 1e6);
   if (const json* fs = r.child("faults")) {
     if (!fs->is_array()) {
       r.fail(path + ".faults", "must be an array");
@@ -139,6 +149,9 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
     }
   }
   r.no_unknown_keys();
+  if (m.slow_for_s > m.slow_every_s) r.fail(path + ".slow_for_s", "must not exceed slow_every_s");
+  if ((m.bucket_size > 0) != (m.bucket_per_s > 0)) r.fail(path + ".bucket_size", "needs bucket_per_s, and the other way round");
+  if (m.bucket_size > 0 && m.bucket_size < 1) r.fail(path + ".bucket_size", "must be at least 1 request");
   return m;
 }
 

@@ -59,6 +59,31 @@ struct ModelSpec {
   // which the request arrived and the event was written, so a benchmark can tell the fake's own
   // scheduling from the error of the client that timed it (both share CLOCK_MONOTONIC).
   bool stamp_tokens = false;
+  // What real engines do under a healthy load, and what they do when they are not healthy:
+  // Decode that slows as the context grows (each token's attention reads every earlier token's
+  // keys and values): every output token costs this much more per 1,000 prompt tokens.
+  double decode_ms_per_1k_context = 0;
+  // Continuous batching: with `slots` sequences, each sequence decoding beside n-1 others spends
+  // (1 + batch_decode_penalty x (n-1)) times as long per token (0: batching is free).
+  double batch_decode_penalty = 0;
+  // A heavy tail: this fraction of requests (drawn from the seed) runs tail_factor times slower,
+  // to the first token and per token.
+  double tail_fraction = 0;
+  double tail_factor = 1;
+  // Periodic slowdowns: for slow_for_s out of every slow_every_s (at a phase drawn from the seed),
+  // requests that arrive run slow_factor times slower, as on a GPU shared with bursty tenants.
+  double slow_every_s = 0;
+  double slow_for_s = 0;
+  double slow_factor = 1;
+  // A token bucket of requests: bucket_size at once, refilled at bucket_per_s; a request finding
+  // it empty is refused with 429, Retry-After and retry-after-ms saying when a token is back.
+  // Steady traffic under the rate never meets it; a burst does. 0 = no bucket.
+  double bucket_size = 0;
+  double bucket_per_s = 0;
+  // Hidden reasoning: the model thinks this many tokens, at its decode speed, before the first
+  // visible one; usage counts them in completion_tokens (completion_tokens_details.reasoning_tokens).
+  int reasoning_tokens = 0;
+  // Scale-to-zero is cold_start with a long idle_s (60 s and more) and a penalty of seconds.
   std::vector<FaultRule> faults;
 };
 

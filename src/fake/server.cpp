@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <condition_variable>
@@ -115,7 +116,38 @@ struct ModelState {
   Clock::time_point last_done;
   bool ever_served = false;
   std::unordered_set<std::uint64_t> cached_prefixes;  // hashes of every whole-block prefix seen
+  Clock::time_point slow_origin;  // the start of a slow_every_s period
+  double bucket_tokens = 0;       // requests left in the token bucket, as of bucket_at
+  Clock::time_point bucket_at;
 };
+
+// How many times slower than planted a request that arrives at `at` runs: inside a periodic slow
+// window, slow_factor; drawn into the tail (`tail_draw` uniform in [0, 1)), tail_factor; both, both.
+double slowdown(const ModelState& st, Clock::time_point at, double tail_draw) {
+  const ModelSpec& spec = st.spec;
+  double f = 1;
+  if (spec.slow_every_s > 0 && spec.slow_for_s > 0) {
+    const double since = std::chrono::duration<double>(at - st.slow_origin).count();
+    if (std::fmod(std::max(0.0, since), spec.slow_every_s) < spec.slow_for_s) f *= spec.slow_factor;
+  }
+  if (tail_draw < spec.tail_fraction) f *= spec.tail_factor;
+  return f;
+}
+
+// The token bucket: takes one request's token, or says how many seconds until one is back.
+std::optional<double> bucket_refusal(ModelState& st, Clock::time_point now) {
+  const ModelSpec& spec = st.spec;
+  if (spec.bucket_size <= 0) return std::nullopt;
+  std::lock_guard lock(st.mu);
+  const double dt = std::chrono::duration<double>(now - st.bucket_at).count();
+  st.bucket_tokens = std::min(spec.bucket_size, st.bucket_tokens + std::max(0.0, dt) * spec.bucket_per_s);
+  st.bucket_at = now;
+  if (st.bucket_tokens >= 1) {
+    st.bucket_tokens -= 1;
+    return std::nullopt;
+  }
+  return (1 - st.bucket_tokens) / spec.bucket_per_s;
+}
 
 // The prompt's words (the fake's tokens) across its messages, in order.
 std::vector<std::string_view> prompt_words(const json& messages) {
@@ -232,6 +264,10 @@ struct Server::Impl {
     if (ms <= 0) return 0;
     std::lock_guard lock(rng_mu);
     return std::uniform_real_distribution<double>(-ms, ms)(rng);
+  }
+  double uniform01() {
+    std::lock_guard lock(rng_mu);
+    return std::uniform_real_distribution<double>(0, 1)(rng);
   }
 
   // `body` is the request body as handle_chat parsed it (discarded when it is not JSON).
@@ -486,6 +522,11 @@ struct Server::Impl {
       std::lock_guard lock(st.mu);
       nth = ++st.requests;
     }
+    if (const auto wait_s = bucket_refusal(st, arrived)) {
+      headers.emplace_back("retry-after", std::to_string(static_cast<long long>(std::ceil(*wait_s))));
+      headers.emplace_back("retry-after-ms", std::to_string(static_cast<long long>(std::ceil(*wait_s * 1000))));
+      return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
+    }
     const FaultRule* mid_fault = nullptr;
     for (const auto& f : spec.faults) {
       const bool hit = (f.every > 0 && nth % static_cast<std::uint64_t>(f.every) == 0) ||
@@ -527,6 +568,7 @@ struct Server::Impl {
     // Slots: FIFO admission when the model has a limit; without one, nobody waits (and nobody
     // wakes 255 waiting threads to find out, as a shared queue would make them).
     bool cold = false;
+    int batch = 1;  // sequences decoding together, this one included
     {
       std::unique_lock lock(st.mu);
       if (spec.slots > 0) {
@@ -539,6 +581,7 @@ struct Server::Impl {
         st.queue.pop_front();
       }
       ++st.busy;
+      batch = spec.slots > 0 ? st.busy : 1;
       const auto now = Clock::now();
       if (spec.cold_idle_s > 0 || spec.cold_at_start) {
         if (!st.ever_served) {
@@ -564,11 +607,16 @@ struct Server::Impl {
     const auto admitted = waited ? Clock::now() : parsed_at;
     const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
     const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
-    const double first_ms = spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens - cached_tokens) +
-                            (cold ? spec.cold_penalty_ms : 0.0) + jitter(spec.jitter_ms);
+    const double slow = slowdown(st, arrived, spec.tail_fraction > 0 ? uniform01() : 1.0);
+    const double per_token_ms = slow * (spec.decode_ms_per_token + spec.decode_ms_per_1k_context * static_cast<double>(prompt_tokens) / 1000.0) *
+                                (1 + spec.batch_decode_penalty * (batch - 1));
+    const double first_ms = slow * (spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens - cached_tokens) +
+                                    jitter(spec.jitter_ms)) +
+                            (cold ? spec.cold_penalty_ms : 0.0) + per_token_ms * spec.reasoning_tokens;
     const auto first_at = admitted + from_ms(std::max(0.0, first_ms));
     Clock::duration shift{};  // a planted stall pushes every later token back
-    const auto token_at = [&](int i) { return first_at + shift + from_ms(spec.decode_ms_per_token * i); };
+    const auto token_at = [&](int i) { return first_at + shift + from_ms(per_token_ms * i); };
+    const int reasoning = spec.reasoning_tokens;
 
     if (spec.timing_headers) {
       std::ostringstream st_hdr;
@@ -605,7 +653,7 @@ struct Server::Impl {
                           {"stop_reason", finish},
                           {"usage", {{"input_tokens", prompt_tokens - cached_tokens},
                                      {"cache_read_input_tokens", cached_tokens},
-                                     {"output_tokens", n_out}}}};
+                                     {"output_tokens", n_out + reasoning}}}};
         return write_simple(stream, 200, msg.dump(), keep, headers);
       }
       json out = {{"id", "chatcmpl-" + rid},
@@ -618,8 +666,9 @@ struct Server::Impl {
                   {"usage",
                    {{"prompt_tokens", prompt_tokens},
                     {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
-                    {"completion_tokens", n_out},
-                    {"total_tokens", prompt_tokens + static_cast<std::size_t>(n_out)}}}};
+                    {"completion_tokens", n_out + reasoning},
+                    {"completion_tokens_details", {{"reasoning_tokens", reasoning}}},
+                    {"total_tokens", prompt_tokens + static_cast<std::size_t>(n_out + reasoning)}}}};
       return write_simple(stream, 200, out.dump(), keep, headers);
     }
 
@@ -762,7 +811,7 @@ struct Server::Impl {
       tail = named("content_block_stop", R"({"type":"content_block_stop","index":0})") +
              named("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"" +
                                         finish +
-                                        "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":" + std::to_string(sent) + "}}") +
+                                        "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":" + std::to_string(sent + reasoning) + "}}") +
              named("message_stop", R"({"type":"message_stop"})");
       if (!send(tail)) return false;
       net::write(stream, bhttp::make_chunk_last(), ec);
@@ -772,8 +821,9 @@ struct Server::Impl {
     if (include_usage) {
       tail += event(chunk_head + "],\"usage\":{\"prompt_tokens\":" + std::to_string(prompt_tokens) +
                     ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(cached_tokens) + "}" +
-                    ",\"completion_tokens\":" + std::to_string(sent) +
-                    ",\"total_tokens\":" + std::to_string(prompt_tokens + static_cast<std::size_t>(sent)) + "}}");
+                    ",\"completion_tokens\":" + std::to_string(sent + reasoning) +
+                    ",\"completion_tokens_details\":{\"reasoning_tokens\":" + std::to_string(reasoning) + "}" +
+                    ",\"total_tokens\":" + std::to_string(prompt_tokens + static_cast<std::size_t>(sent + reasoning)) + "}}");
     }
     tail += "data: [DONE]\n\n";
     if (!send(tail)) return false;
@@ -793,6 +843,9 @@ core::Result<std::unique_ptr<Server>> Server::start(Scenario scenario, ServerOpt
     auto st = std::make_unique<ModelState>();
     st->spec = spec;
     st->last_done = Clock::now();
+    st->slow_origin = st->last_done - from_ms(spec.slow_every_s > 0 ? impl->uniform01() * spec.slow_every_s * 1000.0 : 0.0);
+    st->bucket_tokens = spec.bucket_size;
+    st->bucket_at = st->last_done;
     impl->models[name] = std::move(st);
   }
   impl->scenario = std::move(scenario);

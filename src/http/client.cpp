@@ -450,11 +450,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
 }
 
 bool is_kept_header(std::string_view n) {
-  static constexpr std::array<std::string_view, 22> kKept = {
+  static constexpr std::array<std::string_view, 23> kKept = {
       "x-request-id", "request-id", "x-amzn-requestid", "apim-request-id", "cf-ray",
       "openai-processing-ms", "openai-model", "server-timing", "x-compute-time", "x-compute-type",
       "x-queue-time", "x-inference-time", "x-time-per-token", "x-prompt-tokens", "x-generated-tokens",
-      "x-envoy-upstream-service-time", "retry-after", "content-type", "server", "via", "x-cache", "age"};
+      "x-envoy-upstream-service-time", "retry-after", "retry-after-ms", "content-type", "server", "via", "x-cache", "age"};
   if (std::find(kKept.begin(), kKept.end(), n) != kKept.end()) return true;
   return n.rfind("x-ratelimit-", 0) == 0 || n.rfind("anthropic-ratelimit-", 0) == 0;
 }

@@ -40,6 +40,12 @@ TEST_CASE("scenario errors name the place") {
        "scenario.models.m.faults[0]: needs `every` or `first`"},
       {"cold start key", R"({"models": {"m": {"cold_start": {"idle": 3}}}})",
        "scenario.models.m.cold_start.idle: unknown key"},
+      {"slow window longer than its period", R"({"models": {"m": {"slow_every_s": 5, "slow_for_s": 6}}})",
+       "scenario.models.m.slow_for_s: must not exceed slow_every_s"},
+      {"bucket without refill", R"({"models": {"m": {"bucket_size": 5}}})",
+       "scenario.models.m.bucket_size: needs bucket_per_s"},
+      {"tail factor below one", R"({"models": {"m": {"tail_factor": 0.5}}})",
+       "scenario.models.m.tail_factor: must lie in"},
   };
   for (const auto& c : cases) {
     SUBCASE(c.name) {
