@@ -5,6 +5,7 @@
 // Cannot tell: why a model is slow (engine, hardware, quantisation), only that it is, and whether
 // the provider serves both models from the same fleet.
 // Emits: baseline.{ttft_p50_ms,tpot_p50_ms,total_p50_ms,itl_p99_ms,...,small_*,ttft_ratio,tpot_ratio}.
+#include "api/model_size.h"
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
@@ -44,9 +45,18 @@ const CheckInfo kInfo{
      {"baseline.ttft_ratio", "ratio", "target over small median TTFT"},
      {"baseline.tpot_ratio", "ratio", "target over small median TPOT"},
      {"baseline.total_ratio", "ratio", "target over small median end-to-end"},
+     {"baseline.size_ratio", "ratio", "target over small parameters, as the models' names state them (active parameters of a mixture of experts)"},
+     {"baseline.expected_tpot_ratio", "ratio",
+      "the time per token ratio the sizes explain: size_ratio, or 70/8 (a 70B model beside an 8B, the widest pair commonly served together) when a name states no size"},
+     {"baseline.unexplained_tpot_ratio", "ratio", "tpot_ratio over expected_tpot_ratio: 1 = as the sizes explain"},
+     {"baseline.unexplained_decode_ms", "ms",
+      "target model: decode time of the typical request beyond what the small model's time per token times expected_tpot_ratio explains"},
      {"baseline.failures_count", "count", "failed requests, both models"}},
     {{"tpot_ratio", "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
      {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}}};
+
+// A 70B dense model beside an 8B one: the widest pair of sizes commonly served side by side.
+constexpr double kWidestCommonPair = 70.0 / 8.0;
 
 struct Series {
   std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token;
@@ -128,6 +138,19 @@ class BaselineCheck final : public Check {
       if (st && tt.p50 && *st > 0) out.set("ttft_ratio", *tt.p50 / *st);
       if (sp && tp.p50 && *sp > 0) out.set("tpot_ratio", *tp.p50 / *sp);
       if (so && to.p50 && *so > 0) out.set("total_ratio", *to.p50 / *so);
+      // Decode is memory-bound: each token reads every (active) weight once, so on the same
+      // endpoint and hardware class time per token grows with the parameters.
+      const auto target_b = api::parameters_from_name(models[0]), small_b = api::parameters_from_name(models[1]);
+      const std::optional<double> size_ratio =
+          target_b && small_b && *small_b > 0 ? std::optional<double>(*target_b / *small_b) : std::nullopt;
+      if (size_ratio) out.set("size_ratio", *size_ratio);
+      const double expected = size_ratio ? std::max(1.0, *size_ratio) : kWidestCommonPair;
+      out.set("expected_tpot_ratio", expected);
+      if (sp && tp.p50 && *sp > 0) {
+        out.set("unexplained_tpot_ratio", *tp.p50 / *sp / expected);
+        const double tokens = stats::median(target.tokens).value_or(1);
+        out.set("unexplained_decode_ms", std::max(0.0, *tp.p50 - expected * *sp) * std::max(1.0, tokens - 1));
+      }
     } else {
       out.details["small_model"] = "not given (--small-model): no ratios";
     }

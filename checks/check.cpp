@@ -278,7 +278,7 @@ std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req,
   api::RequestSample s = std::move(r->front());
   streak_.record(s);
   out_.requests.push_back({s, label});
-  if (!s.ok && s.limit.empty()) ++failures_;
+  if (api::is_failure(s)) ++failures_;
   if (streak_.stop()) {  // the check ends here instead of hammering a failing endpoint
     out_.fail(streak_.error());
     stopped_ = true;
@@ -287,7 +287,7 @@ std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req,
 }
 
 void FailureStreak::record(const api::RequestSample& s) {
-  if (!s.limit.empty()) return;  // a stated limit is no failure, and no success either
+  if (!s.ok && !api::is_failure(s)) return;  // a stated limit or the check's deadline: no failure, and no success either
   if (s.ok) {
     run_ = 0;
     return;

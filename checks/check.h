@@ -288,6 +288,9 @@ class Check {
   // network probes. Nothing is sent to make this list.
   virtual std::vector<Step> plan() const = 0;
   Cost cost() const { return cost_of(plan()); }
+  // The time the plan spends waiting by design (idle gaps, a soak's minutes): the check's deadline
+  // is --check-timeout on top of it, so a long gap or soak is never cut by the deadline.
+  virtual std::chrono::milliseconds planned_wait() const { return std::chrono::milliseconds(0); }
 };
 
 // One model request at a time for a check: every sample lands in the result, failures are

@@ -5,7 +5,9 @@
 // taken without the request's own connection setup, so a kept-alive connection closed by the
 // server during a long gap does not read as a cold model.
 // A gap is "cold" when its TTFT exceeds the baseline median by more than max(5 MAD, 20 % of the
-// median, 25 ms): robust to a noisy baseline, blind to penalties smaller than that.
+// median, 25 ms): robust to a noisy baseline, blind to penalties smaller than that. A cold start
+// is a state, so it counts from the shortest gap after which every longer one was cold too; a
+// lone slow request is a spike (a heavy tail), and a lone cold longest gap is measured again.
 // Cannot tell: a cold model from a cold cache or autoscaler in front of it; idle caused by other
 // clients' traffic (a busy shared endpoint never goes cold).
 // Emits: coldstart.{baseline_ttft_p50_ms,first_request_ttft_ms,first_request_penalty_ms,
@@ -47,9 +49,24 @@ class ColdstartCheck final : public Check {
   std::vector<Step> plan() const override {
     std::vector<Step> steps = {{"the run's first model request", 1, "target", prompt_tokens_, 1},
                                {"back to back, the warm baseline", baseline_samples_, "target", prompt_tokens_, 1}};
-    for (const double g : gaps_)
-      if (g > 0) steps.push_back({"idle " + format_number(g) + " s, then one request", 1, "target", prompt_tokens_, 1});
+    double longest = 0;
+    for (const double g : gaps_) {
+      if (g <= 0) continue;
+      steps.push_back({"idle " + format_number(g) + " s, then one request", 1, "target", prompt_tokens_, 1});
+      longest = std::max(longest, g);
+    }
+    if (longest > 0)
+      steps.push_back({"only if the longest gap alone was cold: idle " + format_number(longest) + " s again", 1, "target",
+                       prompt_tokens_, 1});
     return steps;
+  }
+  std::chrono::milliseconds planned_wait() const override {
+    double total = 0, longest = 0;
+    for (const double g : gaps_) {
+      total += std::max(0.0, g);
+      longest = std::max(longest, g);
+    }
+    return std::chrono::milliseconds(static_cast<long long>((total + longest) * 1000));
   }
 
   CheckResult run(CheckContext& ctx) override {
@@ -87,30 +104,62 @@ class ColdstartCheck final : public Check {
     nlohmann::json table = nlohmann::json::array();
     Table gaps{"coldstart: TTFT after idle gaps (baseline " + cell(base_med, "ms") + ", cold above +" + cell(margin, "ms") + ")",
                {"idle", "TTFT", "excess", ""}, {}, ""};
-    std::vector<double> excess_cold;
-    std::optional<double> threshold, threshold_low;
-    int measured = 0;
-    for (const double gap : gaps_) {
-      if (gap <= 0) continue;
+    // One request after `gap` seconds of idle: its TTFT's excess over the baseline, or nothing.
+    struct Gap {
+      double gap_s = 0;
+      double excess = 0;
+      bool cold = false;
+    };
+    std::vector<Gap> seen;
+    auto after_idle = [&](double gap, const char* phase) -> bool {
       ctx.progress("coldstart: idle " + std::to_string(static_cast<int>(gap)) + " s before the next request");
       if (!ctx.idle_until(ctx.clock().now() + std::chrono::milliseconds(static_cast<long long>(gap * 1000)))) {
         out.details["stopped"] = "the check's deadline came before the " + std::to_string(gap) + " s gap ended";
-        break;
+        return false;
       }
-      const auto t = one({{"phase", "gap"}, {"gap_s", gap}});
-      if (loop.stopped()) break;
-      if (!t) continue;
-      ++measured;
+      const auto t = one({{"phase", phase}, {"gap_s", gap}});
+      if (loop.stopped()) return false;
+      if (!t) return true;
       const double excess = *t - base_med;
       const bool cold = excess > margin;
+      seen.push_back({gap, excess, cold});
       table.push_back({{"gap_s", gap}, {"ttft_ms", *t}, {"excess_ms", excess}, {"cold", cold}});
       gaps.rows.push_back({format_number(gap) + " s", cell(*t, "ms"), cell(excess, "ms"), cold ? "cold" : ""});
-      if (cold) {
-        if (!threshold) threshold = gap;
-        excess_cold.push_back(excess);
-      } else if (!threshold) {
-        threshold_low = gap;
+      return true;
+    };
+    for (const double gap : gaps_)
+      if (gap > 0 && !after_idle(gap, "gap")) break;
+    // A cold model is a state: once idle long enough, every longer gap finds it cold too. So the
+    // threshold is the shortest gap from which every measured gap was cold; a slow request after
+    // a shorter gap and a fast one after a longer gap was a spike, not a cold start. Where only the
+    // longest gap was cold, one request is no state: the same gap is measured again.
+    auto cold_from = [&]() -> std::optional<std::size_t> {
+      std::optional<std::size_t> from;
+      for (std::size_t i = seen.size(); i-- > 0;) {
+        if (!seen[i].cold) break;
+        from = i;
       }
+      return from;
+    };
+    auto from = cold_from();
+    if (from && *from + 1 == seen.size() && !loop.stopped()) {
+      const std::size_t before = seen.size();
+      if (after_idle(seen.back().gap_s, "gap_again") && seen.size() > before && !seen.back().cold) {
+        seen[before - 1].cold = false;  // the repeat was warm: that one was a spike
+        table[before - 1]["cold"] = false;
+        gaps.rows[before - 1].back() = "spike";
+      }
+      from = cold_from();
+    }
+    std::vector<double> excess_cold;
+    std::optional<double> threshold, threshold_low;
+    int measured = static_cast<int>(seen.size());
+    if (from) {
+      threshold = seen[*from].gap_s;
+      for (std::size_t i = *from; i < seen.size(); ++i) excess_cold.push_back(seen[i].excess);
+      for (std::size_t i = 0; i < *from; ++i) threshold_low = seen[i].gap_s;
+    } else if (!seen.empty()) {
+      threshold_low = seen.back().gap_s;
     }
     out.details["gaps"] = table;
     if (!gaps.rows.empty()) out.tables.push_back(std::move(gaps));

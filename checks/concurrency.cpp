@@ -1,15 +1,23 @@
 // checks/concurrency.cpp. Measures, on the target model: batches of 1, 2, 4, ... parallel streams
 // (concurrency.levels) through the libcurl multi interface, each batch started at once:
-// per level TTFT and end-to-end percentiles, the batch's makespan and its output tokens per second.
-// From those: whether throughput grows with concurrency (the server batches) or the makespan
-// grows in proportion (requests are served one after another), and the knee, the last level
-// after which doubling the streams adds less than 20 % throughput.
-//   throughput_scaling_ratio = (throughput at max / throughput at 1) / max level: 1 = perfect
-//   batching, 1/max = none. latency_growth_ratio = (makespan at max / makespan at 1) / max level:
-//   1 = fully serialised, 1/max = none.
-// Cannot tell: our streams from other tenants' load; a client-side limit (one HTTP/1.1
-// connection per stream here, so no head-of-line blocking on our side).
-// Emits: concurrency.{throughput_scaling_ratio,latency_growth_ratio,knee_level_count,...}.
+// per level TTFT and end-to-end percentiles, the batch's time and its output tokens per second.
+// The batch's time is its slowest request's, from the request written to its last token: a wait
+// for Retry-After before the batch, and connection setup, are not in it.
+// From those:
+//   parallelism_count = throughput at the highest level / throughput with one stream: how many
+//   requests the server ran at once, in effect (the level itself when it batches them all).
+//   queue wait = TTFT at the highest level - TTFT with one stream. A server that batches admits a
+//   new sequence at its next step, so its streams wait a few tokens' time and the prefill of the
+//   other prompts; a server with k slots makes the stream beyond k wait for a whole request to
+//   finish. queue_wait_p90_services_ratio is that wait at the 90th percentile over one stream's
+//   whole time: half a request or more is a wait for a slot, whatever k is.
+//   throughput_scaling_ratio = parallelism / max level; latency_growth_ratio = (batch time at max /
+//   batch time at 1) / max level: 1 = served one after another.
+//   The knee is the last level after which doubling the streams adds less than 20 % throughput.
+// Cannot tell: our streams from other tenants' load; a per-connection stream limit of a gateway
+// (one HTTP/1.1 connection per stream here).
+// Emits: concurrency.{parallelism_count,queue_wait_*,throughput_scaling_ratio,knee_level_count,...}.
+#include <algorithm>
 #include <cmath>
 
 #include "checks/check.h"
@@ -33,6 +41,10 @@ const CheckInfo kInfo{
      {"concurrency.throughput_scaling_ratio", "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
      {"concurrency.latency_growth_ratio", "ratio", "growth of the time a whole batch takes over the growth of the batch: 1 = served one at a time"},
      {"concurrency.ttft_growth_ratio", "ratio", "median TTFT at the highest level over one stream's"},
+     {"concurrency.parallelism_count", "count", "throughput at the highest level over one stream's: requests served at once, in effect"},
+     {"concurrency.queue_wait_mean_at_max_ms", "ms", "mean TTFT at the highest level minus one stream's median: the average stream's wait"},
+     {"concurrency.queue_wait_p90_at_max_ms", "ms", "90th percentile TTFT at the highest level minus one stream's median"},
+     {"concurrency.queue_wait_p90_services_ratio", "ratio", "that wait over one stream's whole time: 0.5 and more is a wait for a slot"},
      {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput (absent: it still grows at the highest level)",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {"concurrency.max_level_count", "count", "highest level measured"},
@@ -81,13 +93,15 @@ class ConcurrencyCheck final : public Check {
         req.model = ctx.models().target;
         req.prompt = api::synthetic_prompt(prompt_tokens_);
         req.max_tokens = max_tokens_;
-        const auto t0 = ctx.clock().now();
         auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(level.streams), req));
         if (!r.ok()) {
           out.fail(r.error());
           break;
         }
-        level.makespan_ms += core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
+        double batch_ms = 0;
+        for (const auto& s : r.value())
+          if (auto t = server_total_ms(s)) batch_ms = std::max(batch_ms, *t);
+        level.makespan_ms += batch_ms;
         int failed_here = 0;
         for (const auto& s : r.value()) {
           out.requests.push_back({s, {{"streams", level.streams}, {"round", round}}});
@@ -150,7 +164,13 @@ class ConcurrencyCheck final : public Check {
       const double level_gain = static_cast<double>(last.streams) / first.streams;
       out.set("throughput_scaling_ratio", (last.throughput / first.throughput) / level_gain);
       out.set("latency_growth_ratio", (last.makespan_ms / first.makespan_ms) / level_gain);
-      out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, *stats::summarize(first.ttft).p50));
+      const double ttft1 = *stats::summarize(first.ttft).p50;
+      out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, ttft1));
+      out.set("parallelism_count", last.throughput / first.throughput * first.streams);
+      out.set("queue_wait_mean_at_max_ms", std::max(0.0, *lt.mean - ttft1));
+      out.set("queue_wait_p90_at_max_ms", std::max(0.0, *lt.p90 - ttft1));
+      if (auto service = stats::summarize(first.total).p50; service && *service > 0)
+        out.set("queue_wait_p90_services_ratio", std::max(0.0, *lt.p90 - ttft1) / *service);
       // The knee is where throughput stopped growing; while it still grows at the highest level
       // measured there is none to name.
       for (std::size_t i = 1; i < done.size(); ++i) {

@@ -8,6 +8,8 @@
 // proxy may apply.
 // Emits: serialization.{upload_parse_ms_per_mb (or upload_parse_noise_ms_per_mb),upload_parse_overhead_ms,upload_parse_fit_r2_ratio,
 // stream_total_p50_ms,nonstream_total_p50_ms,stream_overhead_ms,stream_token_bytes}.
+#include <algorithm>
+
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
@@ -31,7 +33,7 @@ const CheckInfo kInfo{
      {"serialization.ttft_at_largest_body_ms", "ms", "median TTFT at the largest body"},
      {"serialization.stream_total_p50_ms", "ms", "streamed: median end-to-end"},
      {"serialization.nonstream_total_p50_ms", "ms", "not streamed: median end-to-end"},
-     {"serialization.stream_overhead_ms", "ms", "streamed minus non-streamed end-to-end"},
+     {"serialization.stream_overhead_ms", "ms", "streamed minus non-streamed end-to-end, the fastest of each"},
      {"serialization.stream_token_bytes", "bytes", "response bytes per streamed output token"},
      {"serialization.samples_count", "count", "padded requests that succeeded"},
      {"serialization.failures_count", "count", "failed requests"}},
@@ -134,7 +136,11 @@ class SerializationCheck final : public Check {
     const auto sm = stats::median(streamed), wm = stats::median(whole);
     if (sm) out.set("stream_total_p50_ms", *sm);
     if (wm) out.set("nonstream_total_p50_ms", *wm);
-    if (sm && wm) out.set("stream_overhead_ms", *sm - *wm);
+    // The overhead from the fastest of each: a slow request (a heavy tail, a slow window) only
+    // adds, and with two repeats a median is the mean of whatever they met.
+    if (sm && wm)
+      out.set("stream_overhead_ms", *std::min_element(streamed.begin(), streamed.end()) -
+                                        *std::min_element(whole.begin(), whole.end()));
     if (auto b = stats::median(bytes_per_token)) out.set("stream_token_bytes", *b);
     out.set("failures_count", loop.failures());
     if (out.status == CheckStatus::Ok && x.empty() && streamed.empty())

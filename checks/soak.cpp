@@ -45,6 +45,10 @@ class SoakCheck final : public Check {
              n, "target", prompt_tokens_, max_tokens_}};
   }
 
+  std::chrono::milliseconds planned_wait() const override {
+    return std::chrono::milliseconds(static_cast<long long>(minutes_ * 60000));
+  }
+
   CheckResult run(CheckContext& ctx) override {
     CheckResult out = CheckResult::start(kInfo.id);
     if (minutes_ <= 0) return out.skip("off: give --soak-minutes N to run it");

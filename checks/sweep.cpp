@@ -1,8 +1,11 @@
 // checks/sweep.cpp. Measures, on the target model:
-//  - prefill: TTFT at max_tokens=1 over rising prompt sizes (sweep.prompt_tokens), fitted as
+//  - prefill: TTFT over rising prompt sizes (sweep.prompt_tokens), fitted as
 //    TTFT = overhead + slope x prompt tokens (Theil-Sen). Sizes use the server's own usage counts:
 //    the first response calibrates how many words make a token, so no tokenizer is needed. A size
 //    the model refuses (400, context too long) ends the sweep and sets the largest size accepted.
+//    Each of these requests also decodes sweep.prefill_max_tokens tokens: their time per token
+//    against the prompt's length is decode against context (each token's attention reads the keys
+//    and values of the whole context), fitted the same way.
 //  - decode: end-to-end time over rising max_tokens (sweep.max_tokens) with a short prompt,
 //    fitted as total = overhead + slope x output tokens; responses that stop before max_tokens
 //    are counted (their true lengths still feed the fit).
@@ -11,6 +14,7 @@
 // tokenizer's treatment of our synthetic prompt versus real text.
 // Emits: sweep.{prefill_ms_per_token,prefill_overhead_ms,prefill_fit_r2_ratio,decode_ms_per_token,
 // decode_overhead_ms,decode_fit_r2_ratio,tpot_p50_ms,stopped_early_count,max_prompt_tokens_count}.
+#include <algorithm>
 #include <cmath>
 
 #include "checks/check.h"
@@ -34,6 +38,10 @@ const CheckInfo kInfo{
       "smallest prompt (tokens asked) the model refused as longer than its context: a limit, not a failure; larger "
       "sizes are not sent"},
      {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
+     {"sweep.tpot_at_min_prompt_ms", "ms", "median time per output token after the smallest prompt"},
+     {"sweep.tpot_at_max_prompt_ms", "ms", "median time per output token after the largest prompt"},
+     {"sweep.decode_context_ms_per_1k_tokens", "ms", "fitted growth of the time per output token per 1,000 tokens of context"},
+     {"sweep.tpot_context_growth_ratio", "ratio", "time per output token after the largest prompt over after the smallest"},
      {"sweep.decode_ms_per_token", "ms", "fitted end-to-end slope per output token",
       {.history = true}},
      {"sweep.decode_overhead_ms", "ms", "fitted end-to-end time at zero output tokens"},
@@ -51,13 +59,14 @@ class SweepCheck final : public Check {
       : prompts_(o.get_number_list(kInfo.id, "prompt_tokens", "64,512,2048,8192", 1, 2000000)),
         max_tokens_(o.get_number_list(kInfo.id, "max_tokens", "1,32,128,512", 1, 1000000)),
         repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
-        decode_prompt_(o.get_int(kInfo.id, "decode_prompt_tokens", 32, 1, 100000)) {}
+        decode_prompt_(o.get_int(kInfo.id, "decode_prompt_tokens", 32, 1, 100000)),
+        prefill_max_tokens_(o.get_int(kInfo.id, "prefill_max_tokens", 16, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
     for (double p : prompts_)
       steps.push_back({"prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens", repeats_, "target",
-                       static_cast<long long>(p), 1});
+                       static_cast<long long>(p), prefill_max_tokens_});
     for (double m : max_tokens_)
       steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)), repeats_, "target",
                        decode_prompt_, static_cast<long long>(m)});
@@ -70,21 +79,22 @@ class SweepCheck final : public Check {
     RequestLoop loop(ctx, out);
     // Prefill.
     std::vector<double> px, py;
+    std::vector<double> cx, cy;  // time per output token against prompt tokens
     double tokens_per_word = 1.0;  // calibrated by the first answer
     std::optional<double> largest;
-    std::vector<double> at_largest;
+    std::vector<double> at_largest, tpot_first, tpot_largest;
     for (std::size_t i = 0; i < prompts_.size() && !loop.stopped(); ++i) {
       const int want = static_cast<int>(prompts_[i]);
       const int words = std::max(1, static_cast<int>(std::lround(want / tokens_per_word)));
       bool refused = false;
-      std::vector<double> here;
+      std::vector<double> here, tpot_here;
       double tokens_here = want;
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         ctx.progress("sweep: prefill at about " + std::to_string(want) + " prompt tokens");
         api::ChatRequest req;
         req.model = ctx.models().target;
         req.prompt = api::synthetic_prompt(words);
-        req.max_tokens = 1;
+        req.max_tokens = prefill_max_tokens_;
         auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}});
         if (!s) break;
         if (!s->ok) {
@@ -100,6 +110,11 @@ class SweepCheck final : public Check {
           py.push_back(*t);
           here.push_back(*t);
         }
+        if (s->tpot_ms) {
+          cx.push_back(tokens);
+          cy.push_back(*s->tpot_ms);
+          tpot_here.push_back(*s->tpot_ms);
+        }
       }
       if (refused) {
         out.details["prompt_refused_at_tokens"] = want;
@@ -108,6 +123,10 @@ class SweepCheck final : public Check {
       if (!here.empty()) {
         largest = tokens_here;
         at_largest = here;
+      }
+      if (!tpot_here.empty()) {
+        if (tpot_first.empty()) tpot_first = tpot_here;
+        tpot_largest = tpot_here;
       }
     }
     out.set("prefill_samples_count", static_cast<double>(px.size()));
@@ -120,13 +139,36 @@ class SweepCheck final : public Check {
       out.set("prefill_overhead_ms", f->intercept);
       out.set("prefill_fit_r2_ratio", f->r2);
     }
+    if (!tpot_first.empty()) {
+      const double lo = *stats::median(tpot_first), hi = *stats::median(tpot_largest);
+      out.set("tpot_at_min_prompt_ms", lo);
+      out.set("tpot_at_max_prompt_ms", hi);
+      if (lo > 0) out.set("tpot_context_growth_ratio", hi / lo);
+    }
+    if (auto f = stats::theil_sen(cx, cy)) out.set("decode_context_ms_per_1k_tokens", f->slope * 1000);
 
     // Decode.
     std::vector<double> dx, dy, tpot;
     int stopped_early = 0;
     double most = 0;
+    // A size the check's deadline cannot hold is not sent: at the median time per token and to
+    // first token seen so far, it would be cut short, and say nothing.
+    std::vector<double> seen_tpot, seen_ttft;
+    for (const auto& r : out.requests) {
+      if (r.sample.tpot_ms) seen_tpot.push_back(*r.sample.tpot_ms);
+      if (r.sample.ttft_ms) seen_ttft.push_back(*r.sample.ttft_ms);
+    }
     for (double mt : max_tokens_) {
       if (loop.stopped()) break;
+      const double left_ms = core::to_ms(core::elapsed_us(ctx.clock().now(), ctx.deadline()));
+      const auto typical_tpot = stats::median(seen_tpot);
+      const double needed_ms = stats::median(seen_ttft).value_or(0) + mt * typical_tpot.value_or(0);
+      if (typical_tpot && needed_ms > left_ms) {
+        out.details["not_sent"] = "max_tokens " + format_number(mt) + " and above: about " + format_number(needed_ms / 1000) +
+                                  " s each at the speed seen, " + format_number(std::max(0.0, left_ms) / 1000) +
+                                  " s left before the check's deadline (--check-timeout)";
+        break;
+      }
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         ctx.progress("sweep: decode with max_tokens " + std::to_string(static_cast<int>(mt)));
         api::ChatRequest req;
@@ -143,7 +185,11 @@ class SweepCheck final : public Check {
           dx.push_back(tokens);
           dy.push_back(*t);
         }
-        if (s->tpot_ms) tpot.push_back(*s->tpot_ms);
+        if (s->tpot_ms) {
+          tpot.push_back(*s->tpot_ms);
+          seen_tpot.push_back(*s->tpot_ms);
+        }
+        if (s->ttft_ms) seen_ttft.push_back(*s->ttft_ms);
       }
     }
     out.set("decode_samples_count", static_cast<double>(dx.size()));
@@ -163,7 +209,7 @@ class SweepCheck final : public Check {
 
  private:
   std::vector<double> prompts_, max_tokens_;
-  int repeats_, decode_prompt_;
+  int repeats_, decode_prompt_, prefill_max_tokens_;
 };
 
 }  // namespace

@@ -57,6 +57,13 @@ struct RequestSample {
   std::optional<double> client_start_lag_ms;   // infdoctor's hand-off to libcurl's transfer start
 };
 
+// A request that the check's own deadline cut short (error "check_deadline"): a limit of the run,
+// not of the endpoint. Like a stated limit, it is neither a failure nor a success.
+inline constexpr const char* kCheckDeadline = "check_deadline";
+// Whether a sample is a failure of the endpoint: not ok, and neither a stated limit nor cut short
+// by the check's deadline.
+inline bool is_failure(const RequestSample& s) { return !s.ok && s.limit.empty() && s.error != kCheckDeadline; }
+
 // Builds the sample of a streamed request (stream != nullptr) or of a non-streamed one.
 RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model,
                           Flavour flavour = Flavour::OpenAI);

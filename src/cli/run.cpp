@@ -80,7 +80,9 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
                   "your own limits, e.g. ttft_p50_ms=2000,itl_p99_ms=80 (or full metric names): a violated one is a "
                   "finding and sets the exit code");
   cmd->add_option("--prom", out.prom, "write key latencies and finding severities to FILE, Prometheus text format");
-  cmd->add_option("--check-timeout", p.check_timeout_s, "deadline for one check, in seconds")
+  cmd->add_option("--check-timeout", p.check_timeout_s,
+                  "deadline for one check's requests, in seconds, on top of the waits its plan makes by design (idle "
+                  "gaps, --soak-minutes)")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_flag("--quiet,-s", opts->quiet, "no progress, plan line or notes on stderr: errors and warnings only");

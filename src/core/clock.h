@@ -3,6 +3,7 @@
 // system_clock is only for wall-clock stamps that go into reports.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace infdoctor::core {
@@ -30,5 +31,8 @@ Clock& real_clock();
 
 // RFC 3339 UTC with microseconds: 2026-12-02T14:41:07.123456Z.
 std::string rfc3339_utc(std::chrono::system_clock::time_point t);
+// Seconds since the epoch of a stamp rfc3339_utc wrote (a 'Z' stamp, fraction optional); nothing
+// for any other text.
+std::optional<double> parse_rfc3339_utc(const std::string& stamp);
 
 }  // namespace infdoctor::core

@@ -1,7 +1,9 @@
 #include "run/pacer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "api/endpoint_spec.h"
 #include "core/interrupt.h"
@@ -115,6 +117,13 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   for (auto& r : unique) r.prompt = with_nonce(r.prompt, nonce_seed_, ++nonces_);
   std::vector<api::RequestSample> out = api::run_chats(http_, bounded, unique);
   const auto now_wall = std::chrono::system_clock::now();
+  // A timeout the check's deadline set, shorter than the endpoint's own: the run's limit.
+  if (bounded.timeout < ep.timeout)
+    for (auto& s : out)
+      if (s.error == "timeout") {
+        s.error = api::kCheckDeadline;
+        s.error_message = "cut short by the check's deadline (--check-timeout) after " + std::to_string(left.count()) + " ms";
+      }
   // Successes first: a batch in which any request got through reached the model.
   ok_ += static_cast<int>(std::count_if(out.begin(), out.end(), [](const api::RequestSample& s) { return s.ok; }));
   for (const auto& s : out) after(ep, s, now_wall);
@@ -128,7 +137,9 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it
   }
-  if (!s.limit.empty()) return;  // a limit the endpoint stated: a fact the check records, not a failure
+  // A limit the endpoint stated is a fact the check records; a request the check's deadline cut
+  // short is the run's own limit. Neither is a failure.
+  if (!api::is_failure(s) && !s.ok) return;
   streak_.record(s);
   if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];
   if (s.http_status >= 500) ++server_errors_;
@@ -139,8 +150,16 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
   if (s.http_status == 429) ++rate_limited_;
   // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
   // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.
+  // retry-after-ms (OpenAI's and Azure's, in milliseconds) first, as their SDKs read it.
   std::optional<std::chrono::milliseconds> wait;
-  if (auto it = s.headers.find("retry-after"); it != s.headers.end()) wait = http::parse_retry_after(it->second, now_wall);
+  if (auto it = s.headers.find("retry-after-ms"); it != s.headers.end()) {
+    char* end = nullptr;
+    const double ms = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str() && *end == '\0' && ms >= 0 && ms <= 86400000)
+      wait = std::chrono::milliseconds(static_cast<long long>(std::ceil(ms)));
+  }
+  if (!wait)
+    if (auto it = s.headers.find("retry-after"); it != s.headers.end()) wait = http::parse_retry_after(it->second, now_wall);
   if (!wait) {
     backoff_ = std::min(std::chrono::milliseconds(8000),
                         backoff_.count() == 0 ? std::chrono::milliseconds(500) : backoff_ * 2);

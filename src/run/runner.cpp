@@ -12,6 +12,7 @@
 #include "core/version.h"
 #include "history/history.h"
 #include "rules/embedded.h"
+#include "stats/series.h"
 
 namespace infdoctor::run {
 namespace {
@@ -39,7 +40,7 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
   auto check = e.make(plan.options);
   side.pacer->set_current_check(e.id);
   const auto t0 = ctx.clock().now();
-  ctx.set_deadline(t0 + plan.check_timeout);
+  ctx.set_deadline(t0 + plan.check_timeout + check->planned_wait());
   checks::CheckResult r;
   try {
     r = check->run(ctx);
@@ -51,6 +52,23 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
   r.id = e.id;
   r.duration_ms = core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
   out.checks.push_back(std::move(r));
+}
+
+// Requests that go into the run's time series: every model request that decoded enough tokens
+// for a time per token, except the concurrency check's parallel ones, whose tokens are slower by
+// design (its own rules read them).
+stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks) {
+  std::vector<stats::SeriesPoint> points;
+  for (const auto& c : checks) {
+    for (const auto& [s, label] : c.requests) {
+      if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
+      if (label.is_object() && label.value("streams", 1) > 1) continue;
+      const auto at = core::parse_rfc3339_utc(s.started_at);
+      if (!at) continue;
+      points.push_back({*at, s.model, *s.tpot_ms});
+    }
+  }
+  return stats::read_series(std::move(points));
 }
 
 void end_run(const Side& side, RunResult& out) {
@@ -80,6 +98,17 @@ void end_run(const Side& side, RunResult& out) {
   // so what it served from cache was the shared chat template or an earlier identical prompt.
   out.run_metrics["run.cached_prompts_count"] = pacer.cached_prompt_count();
   out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
+  const auto series = read_series(out.checks);
+  out.run_metrics["run.series_samples_count"] = static_cast<double>(series.samples);
+  if (series.samples > 0) out.run_metrics["run.series_span_s"] = series.span_s;
+  if (series.slow_share) {
+    out.run_metrics["run.slow_share_ratio"] = *series.slow_share;
+    out.run_metrics["run.slow_share_low_ratio"] = *series.slow_share_low;
+    out.run_metrics["run.slow_episodes_count"] = static_cast<double>(series.episodes);
+  }
+  if (series.slow_share && series.slow_excess_ms_per_token)
+    out.run_metrics["run.slow_tpot_excess_ms_per_token"] = *series.slow_excess_ms_per_token;
+  if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
   out.unreachable = pacer.unreachable();

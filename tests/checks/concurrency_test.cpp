@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <random>
+
 #include "support/checks_support.h"
 #include "support/fake_process.h"
 
@@ -7,9 +9,10 @@ namespace infdoctor {
 namespace {
 
 // The concurrency check at `levels` against a model that serves `slots` sequences at once.
-checks::CheckResult concurrency_with_slots(int slots, const std::string& levels) {
+checks::CheckResult concurrency_with_slots(int slots, const std::string& levels, double batch_penalty = 0) {
   auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 4, "slots": )" +
-                                 std::to_string(slots) + "}}}");
+                                 std::to_string(slots) + R"(, "batch_decode_penalty": )" + std::to_string(batch_penalty) +
+                                 "}}}");
   return test::run_check("concurrency", {server->base_url(),
                                          {{"concurrency.levels", levels}, {"concurrency.max_tokens", "8"}},
                                          "",
@@ -34,6 +37,29 @@ TEST_CASE("concurrency: slots=16 lets throughput grow with concurrency") {
   CHECK(test::metric(c, "latency_growth_ratio") < 0.2);
   CHECK_FALSE(c.metrics.count("knee_level_count"));  // still scaling at 16: no knee to name
   CHECK(c.details["levels"].size() == 5);
+}
+
+TEST_CASE("concurrency: k slots of continuous batching, k drawn from 2..4, are found as k, and the streams beyond wait") {
+  std::mt19937 rng(20261204);
+  for (int draw = 0; draw < 3; ++draw) {
+    const int k = std::uniform_int_distribution<int>(2, 4)(rng);
+    const double penalty = std::uniform_real_distribution<double>(0, 0.1)(rng);
+    CAPTURE(k);
+    CAPTURE(penalty);
+    const auto c = concurrency_with_slots(k, "1,2,4,8,16", penalty);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    // k sequences at once, each 1 + penalty (k - 1) times slower per token.
+    const double expected = k / (1 + penalty * (k - 1));
+    CHECK(test::metric(c, "parallelism_count") == doctest::Approx(expected).epsilon(0.25));
+    CHECK(test::metric(c, "queue_wait_p90_services_ratio") >= 1.0);  // 16 streams, k <= 4: waits of whole requests
+  }
+}
+
+TEST_CASE("concurrency: continuous batching with many slots makes nobody wait for one") {
+  const auto c = concurrency_with_slots(64, "1,2,4,8,16", 0.05);
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "parallelism_count") == doctest::Approx(16 / (1 + 0.05 * 15)).epsilon(0.2));
+  CHECK(test::metric(c, "queue_wait_p90_services_ratio") < 0.5);
 }
 
 }  // namespace infdoctor

@@ -54,4 +54,16 @@ TEST_CASE("soak: a drift drawn at random over ten minutes is measured as that dr
   }
 }
 
+TEST_CASE("soak: --soak-minutes means what it says: ten minutes under the run's 120 s check deadline") {
+  test::FakeClock clock;
+  test::ScriptedModel model(clock, [](const api::ChatRequest&, core::SteadyTime) { return test::answered(80, 110); });
+  test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"soak.minutes", "10"}, {"soak.interval_ms", "5000"}}, "", {"m", ""}};
+  setup.ports.model = &model;
+  setup.ports.clock = &clock;
+  const auto c = test::run_in_a_run("soak", setup, std::chrono::seconds(120));
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "duration_s") == doctest::Approx(600).epsilon(0.01));
+  CHECK(test::metric(c, "samples_count") == 120);
+}
+
 }  // namespace infdoctor

@@ -1,0 +1,358 @@
+// The real-world matrix: the whole default checklist of the real binary against the fake provider
+// playing a realistic healthy engine (a same-region round trip of 20-40 ms on the namespace lab,
+// 10 % jitter and a 2 % heavy tail, prefix caching, continuous batching, decode slowing a little
+// with the context, a target 3-4 times slower per token than the small model, no server-timing
+// headers), first alone (it must give nothing above info) and then with each cause planted on it
+// at magnitudes drawn at random from stated ranges. Every draw is seeded: a row names its seed and
+// the magnitude it drew, so it reproduces.
+//
+//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--list]
+//
+// --seeds: healthy backgrounds (default 5); --draws: draws per cause (default 3); --causes: only
+// these rows ("healthy" is the background alone). Without root the lab is missing: the round trip
+// is loopback's and the rows that need the lab are skipped, said so in the table. Prints one row
+// per run and "N passed, N failed"; writes the table to build/tests/artifacts/real_world_matrix.txt
+// and each run's results.json to build/tests/artifacts/real_world/CAUSE-SEED.json; exits non-zero
+// on a failure.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+#include "fake/demo_env.h"
+#include "fake/demo_faults.h"
+#include "fake/lab.h"
+#include "net/subprocess.h"
+
+namespace {
+
+using namespace infdoctor;
+using nlohmann::json;
+
+double uniform(std::mt19937_64& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+
+// The healthy background, drawn from `rng`. `target` and `small` are the two models' specs, edited
+// by a cause before the scenario is written.
+struct Background {
+  json target, small;
+  double rtt_ms = 0;  // on the lab; 0 = loopback
+  std::string summary;
+};
+
+Background healthy(std::mt19937_64& rng, bool lab) {
+  Background b;
+  const double small_decode = uniform(rng, 5, 8);
+  const double ratio = uniform(rng, 3, 4);
+  const double overhead = uniform(rng, 60, 120);
+  const auto engine = [&](double decode, double over, double prefill) {
+    return json{{"overhead_ms", over},
+                {"prefill_ms_per_token", prefill},
+                {"decode_ms_per_token", decode},
+                {"decode_ms_per_1k_context", 0.02 * decode},
+                {"jitter_ms", 0.1 * over},
+                {"tail_fraction", 0.02},
+                {"tail_factor", uniform(rng, 2.5, 4)},
+                {"prefix_cache_block_tokens", 16},
+                {"slots", 64},
+                {"batch_decode_penalty", uniform(rng, 0.02, 0.06)}};
+  };
+  b.target = engine(small_decode * ratio, overhead, uniform(rng, 0.05, 0.1));
+  b.small = engine(small_decode, 0.6 * overhead, uniform(rng, 0.01, 0.03));
+  if (lab) b.rtt_ms = uniform(rng, 20, 40);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "rtt %.0f ms, decode %.1f/%.1f ms, overhead %.0f ms", b.rtt_ms,
+                b.target["decode_ms_per_token"].get<double>(), small_decode, overhead);
+  b.summary = buf;
+  return b;
+}
+
+// One cause: what it plants on the background (from its own draw) and what must be found first.
+struct Planted {
+  std::string description;
+  fake::DemoFault fault;           // scenario filled in by the caller; tls, dns, lab delay here
+  std::vector<std::string> extra;  // arguments for `infdoctor run`
+};
+struct Cause {
+  std::string name;
+  std::string expect;  // the cause that must rank first; "" = nothing above info
+  bool needs_lab = false;
+  std::function<Planted(std::mt19937_64&, Background&)> plant;
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+const std::vector<Cause>& causes() {
+  static const std::vector<Cause> k = {
+      {"healthy", "", false, [](std::mt19937_64&, Background&) { return Planted{"the background alone", {}, {}}; }},
+      {"cold_start", "cold_start", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double idle = uniform(rng, 1, 8), penalty = uniform(rng, 1500, 8000);
+         b.target["cold_start"] = {{"idle_s", idle}, {"penalty_ms", penalty}};
+         return Planted{"cold after " + fmt("%.1f", idle) + " s idle, " + fmt("%.0f", penalty) + " ms", {}, {}};
+       }},
+      {"scale_to_zero", "cold_start", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double penalty = uniform(rng, 8000, 30000);
+         b.target["cold_start"] = {{"idle_s", 60}, {"penalty_ms", penalty}};
+         return Planted{"scales to zero after 60 s idle, " + fmt("%.0f", penalty) + " ms to come back", {},
+                        {"--idle-gaps", "0,5,20,70"}};
+       }},
+      {"prefill_bound", "prefill_bound", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double v = uniform(rng, 0.6, 2.0);
+         b.target["prefill_ms_per_token"] = v;
+         return Planted{fmt("%.2f", v) + " ms per prompt token", {}, {}};
+       }},
+      {"decode_bound", "decode_bound", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double t = uniform(rng, 45, 90), s = uniform(rng, 35, 60);
+         b.target["decode_ms_per_token"] = t;
+         b.small["decode_ms_per_token"] = s;
+         return Planted{"both models slow: " + fmt("%.0f", t) + " and " + fmt("%.0f", s) + " ms per token", {}, {}};
+       }},
+      {"decode_target", "decode_bound", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double t = b.small["decode_ms_per_token"].get<double>() * uniform(rng, 8, 15);
+         b.target["decode_ms_per_token"] = t;
+         return Planted{"the target alone decodes at " + fmt("%.0f", t) + " ms per token", {}, {}};
+       }},
+      {"model_specific", "model_specific", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double extra = uniform(rng, 400, 1500);
+         b.target["overhead_ms"] = b.target["overhead_ms"].get<double>() + extra;
+         return Planted{fmt("%.0f", extra) + " ms before the target's first token only", {}, {}};
+       }},
+      {"provider_wide", "provider_wide", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double extra = uniform(rng, 500, 1500);
+         for (json* m : {&b.target, &b.small}) (*m)["overhead_ms"] = (*m)["overhead_ms"].get<double>() + extra;
+         return Planted{fmt("%.0f", extra) + " ms before either model's first token", {}, {}};
+       }},
+      {"queueing", "queueing", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const int k = std::uniform_int_distribution<int>(2, 4)(rng);
+         b.target["slots"] = k;
+         return Planted{std::to_string(k) + " sequences per replica", {}, {}};
+       }},
+      {"serialization", "serialization", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double v = uniform(rng, 0.3, 2.0);
+         for (json* m : {&b.target, &b.small}) (*m)["parse_ms_per_kb"] = v;
+         return Planted{fmt("%.2f", v) + " ms per KB of request body", {}, {}};
+       }},
+      {"rate_limited", "rate_limited", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double size = std::round(uniform(rng, 3, 6)), per_s = uniform(rng, 1, 3);
+         b.target["bucket_size"] = size;
+         b.target["bucket_per_s"] = per_s;
+         return Planted{"a bucket of " + fmt("%.0f", size) + " requests refilled at " + fmt("%.1f", per_s) + "/s",
+                        {}, {}};
+       }},
+      {"noisy_neighbour", "noisy_neighbour", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double every = uniform(rng, 5, 30), duty = uniform(rng, 0.25, 0.5), factor = uniform(rng, 2.5, 5);
+         for (json* m : {&b.target, &b.small}) {
+           (*m)["slow_every_s"] = every;
+           (*m)["slow_for_s"] = duty * every;
+           (*m)["slow_factor"] = factor;
+         }
+         return Planted{fmt("%.1f", factor) + "x slower for " + fmt("%.1f", duty * every) + " s of every " +
+                            fmt("%.1f", every) + " s",
+                        {}, {}};
+       }},
+      {"buffering", "buffering", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double v = uniform(rng, 200, 600);
+         for (json* m : {&b.target, &b.small}) (*m)["flush_interval_ms"] = v;
+         return Planted{"a proxy releases the stream every " + fmt("%.0f", v) + " ms", {}, {}};
+       }},
+      {"tls_slow", "tls_slow", false,
+       [](std::mt19937_64& rng, Background&) {
+         const double v = uniform(rng, 400, 1200);
+         Planted p{"the TLS terminator waits " + fmt("%.0f", v) + " ms", {}, {}};
+         p.fault.tls = true;
+         p.fault.scenario = std::to_string(v);  // read back by the caller: the scenario's top-level key
+         return p;
+       }},
+      {"dns_slow", "dns_slow", false,
+       [](std::mt19937_64& rng, Background&) {
+         const double v = uniform(rng, 200, 800);
+         Planted p{"the resolver answers after " + fmt("%.0f", v) + " ms", {}, {}};
+         p.fault.dns_delay_ms = v;
+         return p;
+       }},
+      {"network_rtt", "network_rtt", true,
+       [](std::mt19937_64& rng, Background& b) {
+         b.rtt_ms = uniform(rng, 150, 300);
+         return Planted{"a far region: " + fmt("%.0f", b.rtt_ms) + " ms round trip", {}, {}};
+       }},
+  };
+  return k;
+}
+
+struct Row {
+  std::string cause, draw, planted, background, expected, got, top_ms, note;
+  bool pass = false, skipped = false;
+};
+
+Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
+  Row row;
+  row.cause = c.name;
+  row.draw = std::to_string(seed);
+  row.expected = c.expect.empty() ? "(healthy)" : c.expect;
+  if (c.needs_lab && !lab) {
+    row.skipped = true;
+    row.note = "skipped: " + fake::Lab::unavailable_reason().value_or("no lab");
+    return row;
+  }
+  std::mt19937_64 rng(seed);
+  Background b = healthy(rng, lab);
+  Planted p = c.plant(rng, b);
+  row.planted = p.description;
+  row.background = b.summary;
+  json scenario = {{"models", {{"demo-model", b.target}, {"demo-small", b.small}}}, {"seed", seed}};
+  fake::DemoFault f = p.fault;
+  if (f.tls && !f.scenario.empty()) scenario["tls_handshake_delay_ms"] = std::stod(f.scenario);
+  f.name = c.name;
+  f.scenario = scenario.dump();
+  // The lab serves plain HTTP by IP: a TLS terminator or a slow resolver is planted on loopback.
+  if (f.tls || f.dns_delay_ms >= 0) {
+    b.rtt_ms = 0;
+    row.background += " (on loopback)";
+  }
+  if (b.rtt_ms > 0) f.lab_delay_ms = b.rtt_ms / 2;
+  auto env = fake::DemoEnvironment::start(f, INFDOCTOR_FAKE_BIN);
+  if (!env.ok()) {
+    row.got = "could not start: " + env.error().message;
+    return row;
+  }
+  std::vector<std::string> argv = {INFDOCTOR_BIN, "run", "--base-url", (*env)->base_url(), "--model", "demo-model",
+                                   "--small-model", "demo-small", "--api-key-env", "INFDOCTOR_MATRIX_NO_KEY",
+                                   "--json", "-", "-s"};
+  if (!(*env)->cacert().empty()) argv.insert(argv.end(), {"--cacert", (*env)->cacert()});
+  if (!(*env)->resolver().empty()) argv.insert(argv.end(), {"--resolver", (*env)->resolver(), "--no-system-resolvers"});
+  argv.insert(argv.end(), p.extra.begin(), p.extra.end());
+  std::string out;
+  int exit_code = -1;
+  (*env)->run_client([&] {
+    auto r = net::run_command(argv, std::chrono::seconds(900));
+    if (r.ok() && !r->timed_out) {
+      out = r->out;
+      exit_code = r->exit_code;
+    }
+    return 0;
+  });
+  const auto j = json::parse(out, nullptr, false);
+  const auto kept = std::filesystem::path(INFDOCTOR_BUILD_DIR) / "tests" / "artifacts" / "real_world";
+  std::filesystem::create_directories(kept);
+  std::ofstream(kept / (c.name + "-" + row.draw + ".json")) << out;  // results.json of the row, to look into
+  if (j.is_discarded() || !j.contains("diagnosis")) {
+    row.got = "no results (exit " + std::to_string(exit_code) + ")";
+    return row;
+  }
+  std::vector<std::string> found;
+  double top = 0;
+  for (const auto& d : j["diagnosis"]) {
+    if (d["severity"] == "info") continue;
+    if (found.empty()) top = d["impact_ms"].get<double>();
+    std::string label = d["cause"].is_string() ? d["cause"].get<std::string>() : d["rule"].get<std::string>();
+    if (d.contains("scope") && d["scope"].is_string()) label += "@" + d["scope"].get<std::string>();
+    found.push_back(label);
+  }
+  for (const auto& x : found) row.got += (row.got.empty() ? "" : ">") + x;
+  if (row.got.empty()) row.got = "(healthy)";
+  row.top_ms = found.empty() ? "-" : fmt("%.0f", top);
+  const std::string first = found.empty() ? "" : found[0].substr(0, found[0].find('@'));
+  row.pass = c.expect.empty() ? found.empty() : first == c.expect;
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int seeds = 5, draws = 3, jobs = 2;
+  std::set<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "real_world_matrix: %s needs a value\n", a.c_str());
+        std::exit(64);
+      }
+      return argv[++i];
+    };
+    if (a == "--seeds") seeds = std::atoi(value().c_str());
+    else if (a == "--draws") draws = std::atoi(value().c_str());
+    else if (a == "--jobs") jobs = std::max(1, std::atoi(value().c_str()));
+    else if (a == "--causes") for (const auto& c : core::split(value())) only.insert(c);
+    else if (a == "--list") {
+      for (const auto& c : causes()) std::printf("%-16s %s\n", c.name.c_str(), c.expect.empty() ? "(healthy)" : c.expect.c_str());
+      return 0;
+    } else {
+      std::fprintf(stderr, "real_world_matrix: unknown argument %s (see the comment at the top of real_world_matrix.cpp)\n", a.c_str());
+      return 64;
+    }
+  }
+  const bool lab = !fake::Lab::unavailable_reason();
+  struct Job {
+    const Cause* cause;
+    std::uint64_t seed;
+  };
+  std::vector<Job> todo;
+  for (const auto& c : causes()) {
+    if (!only.empty() && !only.count(c.name)) continue;
+    const int n = c.expect.empty() ? seeds : draws;
+    for (int d = 1; d <= n; ++d) todo.push_back({&c, static_cast<std::uint64_t>(1000 * d + todo.size())});
+  }
+  std::vector<Row> rows(todo.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < todo.size(); i = next++) {
+      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab);
+      std::fprintf(stderr, "real_world_matrix: %s seed %s: %s\n", rows[i].cause.c_str(), rows[i].draw.c_str(),
+                   rows[i].skipped ? "skipped" : rows[i].pass ? "pass" : "FAIL");
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < jobs; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+
+  std::ostringstream table;
+  char line[1024];
+  std::snprintf(line, sizeof line, "%-16s %-6s %-15s %-50s %-40s %7s  %s\n", "cause", "seed", "expected", "planted",
+                "got (above info, cause@scope)", "top ms", "result");
+  table << line;
+  int passed = 0, failed = 0, skipped = 0;
+  for (const auto& r : rows) {
+    if (r.skipped) ++skipped;
+    else (r.pass ? passed : failed)++;
+    std::snprintf(line, sizeof line, "%-16s %-6s %-15s %-50s %-40s %7s  %s\n", r.cause.c_str(), r.draw.c_str(),
+                  r.expected.c_str(), r.planted.c_str(), r.got.c_str(), r.top_ms.c_str(),
+                  r.skipped ? r.note.c_str() : r.pass ? "pass" : "FAIL");
+    table << line;
+    if (!r.background.empty()) table << "                 background: " << r.background << "\n";
+  }
+  table << passed << " passed, " << failed << " failed, " << skipped << " skipped"
+        << (lab ? "" : " (no namespace lab: loopback round trips)") << "\n";
+  std::fputs(table.str().c_str(), stdout);
+  const auto dir = std::filesystem::path(INFDOCTOR_BUILD_DIR) / "tests" / "artifacts";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "real_world_matrix.txt") << table.str();
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,82 @@
+// The run's time series: a healthy background with jitter and a heavy tail stays under the slow
+// share that the rule reads; periodic slowdowns of any period and depth drawn from the issue's
+// ranges are over it, with their period found.
+#include "stats/series.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+namespace infdoctor::stats {
+namespace {
+
+// A run of `n` requests, one every `spacing` seconds on average, alternating two models with
+// their own time per token; `slow(t)` multiplies the time per token of a request started at t.
+template <typename Slow>
+std::vector<SeriesPoint> run_of(std::mt19937& rng, int n, double spacing, Slow slow) {
+  std::uniform_real_distribution<double> jitter(0.9, 1.1), gap(0.5 * spacing, 1.5 * spacing), u(0, 1);
+  std::vector<SeriesPoint> out;
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    const bool target = i % 3 != 0;
+    const double base = target ? 24 : 7;
+    double tail = u(rng) < 0.02 ? 3.0 : 1.0;  // a heavy tail: 2 % of requests three times slower
+    out.push_back({t, target ? "big" : "small", base * jitter(rng) * tail * slow(t)});
+    t += gap(rng);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("series: a healthy background with 10 % jitter and a 2 % heavy tail is not read as one slow in twenty") {
+  std::mt19937 rng(41);
+  int over = 0;
+  const int draws = 300;
+  for (int d = 0; d < draws; ++d) {
+    const auto r = read_series(run_of(rng, 30, 3.0, [](double) { return 1.0; }));
+    REQUIRE(r.slow_share_low.has_value());
+    over += *r.slow_share_low > 0.05;
+  }
+  // 30 requests with a 2 % tail: the bound passes 5 % from 4 slow on, a binomial probability of
+  // about 0.3 %.
+  CHECK(over <= 3);
+}
+
+TEST_CASE("series: periodic slowdowns, period 5-30 s, 20-50 % of the time, 2.5-6 times slower, are found") {
+  std::mt19937 rng(42);
+  for (int d = 0; d < 30; ++d) {
+    const double period = std::uniform_real_distribution<double>(5, 30)(rng);
+    const double duty = std::uniform_real_distribution<double>(0.2, 0.5)(rng);
+    const double factor = std::uniform_real_distribution<double>(2.5, 6)(rng);
+    const double phase = std::uniform_real_distribution<double>(0, period)(rng);
+    CAPTURE(period);
+    CAPTURE(duty);
+    CAPTURE(factor);
+    // 90 s of run, as a default run lasts, or more for long periods: at least three periods.
+    const double span = std::max(90.0, 4 * period);
+    const int n = 60;
+    const auto pts = run_of(rng, n, span / n, [&](double t) {
+      return std::fmod(t + phase, period) < duty * period ? factor : 1.0;
+    });
+    const auto r = read_series(pts);
+    REQUIRE(r.slow_share_low.has_value());
+    CHECK(*r.slow_share_low > 0.05);
+    REQUIRE(r.slow_excess_ms_per_token.has_value());
+    CHECK(*r.slow_excess_ms_per_token > 0.9 * (factor - 1) * 7);  // at least the small model's excess
+    if (r.period_s) CHECK(*r.period_s == doctest::Approx(period).epsilon(0.35));
+  }
+}
+
+TEST_CASE("series: too few requests give no share, and failed or token-less points are left out") {
+  std::vector<SeriesPoint> pts;
+  for (int i = 0; i < 19; ++i) pts.push_back({static_cast<double>(i), "m", i % 2 ? 10.0 : 40.0});
+  pts.push_back({20, "m", 0});  // no time per token: not a point
+  const auto r = read_series(pts);
+  CHECK(r.samples == 19);
+  CHECK_FALSE(r.slow_share.has_value());
+  CHECK(r.slow > 0);
+}
+
+}  // namespace infdoctor::stats
