@@ -185,7 +185,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
   int i = 0;
   for (const auto& f : r.diagnosis) {
-    o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_label(f)
+    o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_and_scope(f)
       << "): " << fmt("%.0f", f.impact_ms) << " ms, " << fmt("%.0f", f.share * 100) << " % of the observed latency, confidence "
       << fmt("%.2f", f.confidence) << ".  \n   " << f.explanation << "\n";
   }
@@ -321,7 +321,7 @@ std::string render_html(const run::RunResult& r) {
   o << "<ol id=\"diagnosis\">";
   for (const auto& f : r.diagnosis) {
     o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> (" << rules::severity_name(f.severity)
-      << ", " << html_escape(rules::cause_label(f)) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
+      << ", " << html_escape(rules::cause_and_scope(f)) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
       << fmt("%.0f", f.share * 100) << " %, confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation);
     for (const auto& q : f.ask_provider) o << "<br>Ask the provider: " << html_escape(q);
     for (const auto& a : f.actions) o << "<br>You can: " << html_escape(a);

@@ -6,6 +6,7 @@
 #include "bundle/bundle.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "core/strings.h"
 #include "report/text.h"
 #include "run/session.h"
 
@@ -63,10 +64,13 @@ int run_rules_list(const RulesListOptions& o) {
   for (const rules::Rule& r : rules->rules)
     list.push_back({{"id", r.id},
                     {"cause", r.cause},
+                    {"scope", r.scope_when ? r.scope + " when " + r.scope_when->text() + ", else " + r.scope_else : r.scope},
                     {"severity", rules::severity_name(r.severity)},
                     {"title", r.title},
                     {"when", r.when.text()},
                     {"critical_when", r.critical_when ? nlohmann::json(r.critical_when->text()) : nlohmann::json(nullptr)},
+                    {"unless", r.unless.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(core::join_by(r.unless, " or ", [](const rules::Expression& e) { return e.text(); }))},
                     {"file", r.file},
                     {"line", r.line}});
   if (!o.json.empty())
@@ -74,8 +78,9 @@ int run_rules_list(const RulesListOptions& o) {
   std::cout << (o.rules_dir.empty() ? std::string("built-in rules") : o.rules_dir) << ": " << list.size() << " rules\n";
   for (const auto& r : list)
     std::cout << "  " << r["id"].get<std::string>() << "  [" << r["severity"].get<std::string>() << ", cause "
-              << r["cause"].get<std::string>() << "]  " << r["title"].get<std::string>() << "\n      when "
-              << r["when"].get<std::string>() << '\n';
+              << r["cause"].get<std::string>() << (r["scope"].get<std::string>().empty() ? "" : ", scope " + r["scope"].get<std::string>())
+              << "]  " << r["title"].get<std::string>() << "\n      when " << r["when"].get<std::string>()
+              << (r["unless"].is_string() ? ", unless " + r["unless"].get<std::string>() : "") << '\n';
   return kExitOk;
 }
 
@@ -101,7 +106,7 @@ void add_explain_command(CLI::App& app, std::function<int()>& chosen) {
   check->callback([dir, &chosen] { chosen = [dir] { return run_rules_check(*dir); }; });
   auto [list, lo] = add_command<RulesListOptions>(
       *rules, chosen, "list",
-      "List the rules a run applies, in order: id, severity, cause, title and the condition that fires each. "
+      "List the rules a run applies, in order: id, severity, cause, scope, title and the condition that fires each. "
       "See rules/README.md for where each threshold comes from.",
       run_rules_list);
   list->add_option("--rules", lo->rules_dir, "directory of rule files instead of the built-in rules");

@@ -20,7 +20,7 @@ std::string scenario(const std::string& target_extra, const std::string& small_e
 
 const std::vector<DemoFault>& demo_faults() {
   static const std::vector<DemoFault> kFaults = {
-      {"realistic", {"model_specific", "cold_start"},
+      {"realistic", {"cold_start", "decode_bound"},
        "the target model decodes at 60 ms per token against 8 for the small one, and goes cold after 2 s idle",
        scenario(R"("overhead_ms": 120, "decode_ms_per_token": 60, "cold_start": {"idle_s": 2, "penalty_ms": 1500})",
                 R"("decode_ms_per_token": 8)"),
@@ -32,8 +32,8 @@ const std::vector<DemoFault>& demo_faults() {
        scenario(R"("prefill_ms_per_token": 1.2)"), {}, "", ""},
       {"decode_bound", {"decode_bound"}, "both models generate slowly: 70 and 35 ms per token",
        scenario(R"("decode_ms_per_token": 70)", R"("decode_ms_per_token": 35)"), {}, "", ""},
-      {"model_specific", {"model_specific"}, "the target model takes 55 ms per token, the small one 5",
-       scenario(R"("decode_ms_per_token": 55)", R"("decode_ms_per_token": 5)"), {}, "", ""},
+      {"model_specific", {"model_specific"}, "900 ms before the target model's first token, 30 before the small one's",
+       scenario(R"("overhead_ms": 900)"), {}, "", ""},
       {"provider_wide", {"provider_wide"}, "900 ms before any model starts, for both models",
        scenario(R"("overhead_ms": 900)", R"("overhead_ms": 880)"), {}, "", ""},
       {"queueing", {"queueing"}, "one request at a time: the rest wait in line",
@@ -42,9 +42,9 @@ const std::vector<DemoFault>& demo_faults() {
        scenario(R"("parse_ms_per_kb": 1.5)"), {}, "", ""},
       {"rate_limited", {"rate_limited"}, "every 4th request is answered 429 with Retry-After: 1.5",
        scenario(R"("faults": [{"kind": "429", "every": 4, "retry_after_s": 1.5}])"), {}, "", ""},
-      {"noisy_neighbour", {"noisy_neighbour"}, "every 3rd request stalls 1.2 s before its first token",
-       scenario(R"("faults": [{"kind": "stall", "every": 3, "after_tokens": 0, "stall_ms": 1200}])"),
-       {{"baseline.samples", "9"}}, "path,transport,baseline", ""},
+      {"noisy_neighbour", {"noisy_neighbour"}, "for 3 s of every 8 both models run 4 times slower",
+       scenario(R"("slow_every_s": 8, "slow_for_s": 3, "slow_factor": 4)", R"("slow_every_s": 8, "slow_for_s": 3, "slow_factor": 4)"),
+       {{"baseline.samples", "8"}}, "baseline,sweep", ""},
       {"buffering", {"buffering"}, "a proxy in front of both models holds the stream and releases it every 300 ms",
        scenario(R"("flush_interval_ms": 300)", R"("flush_interval_ms": 300)"), {}, "", ""},
       {"tls_slow", {"tls_slow"}, "the TLS terminator waits 600 ms before it answers the ClientHello",
@@ -61,10 +61,8 @@ const std::vector<DemoFault>& demo_faults() {
                 R"("decode_ms_per_token": 35)"),
        {}, "", ""},
       {"model_specific+cold_start", {"cold_start", "model_specific"},
-       "the target model is 8x slower per token and goes cold after 2 s (5 s penalty)",
-       scenario(R"("decode_ms_per_token": 40, "cold_start": {"idle_s": 2, "penalty_ms": 5000})",
-                R"("decode_ms_per_token": 5)"),
-       {}, "", ""},
+       "700 ms before the target model's first token, and it goes cold after 2 s (5 s penalty)",
+       scenario(R"("overhead_ms": 700, "cold_start": {"idle_s": 2, "penalty_ms": 5000})"), {}, "", ""},
   };
   return kFaults;
 }

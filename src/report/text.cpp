@@ -91,7 +91,7 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
     ++n;
     core::appendf(out, "\n%2d. [%s] %s\n", n, std::string(rules::severity_name(f.severity)).c_str(), f.title.c_str());
     core::appendf(out, "    %s: %.0f ms, %.0f%% of the observed latency, confidence %.2f  (rule %s)\n",
-        rules::cause_label(f).c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
+        rules::cause_and_scope(f).c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
     core::appendf(out, "    %s\n", f.explanation.c_str());
     if (!f.evidence.empty()) {
       std::string ev;

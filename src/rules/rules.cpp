@@ -53,7 +53,7 @@ struct Locator {
 
 const std::set<std::string> kRuleKeys = {"id",    "cause",   "severity",     "title",   "when",
                                          "impact_ms", "confidence", "explain", "ask_provider", "actions",
-                                         "evidence", "notes", "critical_when"};
+                                         "evidence", "notes", "critical_when", "scope", "unless"};
 
 std::vector<std::string> placeholders(const std::string& t) {
   std::vector<std::string> out;
@@ -153,6 +153,35 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     const std::string cause = str("cause", false);  // absent: a finding about the run itself
     if (!cause.empty() && std::find(causes().begin(), causes().end(), cause) == causes().end())
       err("cause", "'" + cause + "' is not in the cause taxonomy");
+    // "scope": a name, or {"when": EXPR, "then": NAME, "else": NAME}; required with a cause.
+    std::string scope, scope_else;
+    std::optional<Expression> scope_when;
+    auto scope_name = [&](const json& v) -> std::string {
+      if (!v.is_string()) {
+        err("scope", "must be a scope name or {\"when\", \"then\", \"else\"}");
+        return {};
+      }
+      const std::string n = v.get<std::string>();
+      if (std::find(scopes().begin(), scopes().end(), n) == scopes().end())
+        err("scope", "'" + n + "' is not one of endpoint, target_model, intermediary, client_path");
+      return n;
+    };
+    if (!r.contains("scope")) {
+      if (!cause.empty())
+        report.warnings.push_back(file.path + ":" + std::to_string(line) + ": rule " + id +
+                                  ": no scope (endpoint, target_model, intermediary, client_path): reports will not say where");
+    } else if (r["scope"].is_object()) {
+      const json& sc = r["scope"];
+      if (!sc.contains("when") || !sc["when"].is_string() || !sc.contains("then") || !sc.contains("else") || sc.size() != 3) {
+        err("scope", "a conditional scope is {\"when\": EXPR, \"then\": SCOPE, \"else\": SCOPE}");
+      } else {
+        scope_when = expr("scope", sc["when"].get<std::string>());
+        scope = scope_name(sc["then"]);
+        scope_else = scope_name(sc["else"]);
+      }
+    } else {
+      scope = scope_name(r["scope"]);
+    }
     const std::string sev = str("severity", true);
     const auto parsed_severity = core::value_of(kSeverityNames, sev);
     const Severity severity = parsed_severity.value_or(Severity::Warning);
@@ -163,6 +192,19 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     auto impact = expr("impact_ms", str("impact_ms", true));
     std::optional<Expression> critical;
     if (r.contains("critical_when")) critical = expr("critical_when", str("critical_when", false));
+    // "unless": an expression, or a list of them.
+    std::vector<Expression> unless;
+    if (r.contains("unless")) {
+      const json& u = r["unless"];
+      const std::vector<json> items = u.is_array() ? std::vector<json>(u.begin(), u.end()) : std::vector<json>{u};
+      for (const auto& item : items) {
+        if (!item.is_string()) {
+          err("unless", "must be an expression or a list of expressions");
+          break;
+        }
+        if (auto e = expr("unless", item.get<std::string>())) unless.push_back(std::move(*e));
+      }
+    }
     std::optional<double> conf_value;
     std::optional<Expression> conf_expr;
     if (!r.contains("confidence")) {
@@ -190,8 +232,9 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     check_placeholders("ask_provider", ask);
     check_placeholders("actions", actions);
     if (bad || !when || !impact) continue;
-    Rule rule{id, family, cause, severity, title, std::move(*when), std::move(*impact), std::move(critical),
-              conf_value, std::move(conf_expr), explain, ask, actions, evidence, file.path, line};
+    Rule rule{id,        family, cause,    scope,   std::move(scope_when), scope_else, severity, title,
+              std::move(*when), std::move(unless), std::move(*impact), std::move(critical), conf_value, std::move(conf_expr),
+              explain, ask,    actions,  evidence, file.path, line};
     out.rules.push_back(std::move(rule));
   }
 }
@@ -208,6 +251,20 @@ const std::vector<std::string>& causes() {
       "network_rtt",    "dns_slow", "tls_slow",      "cold_start",   "prefill_bound",   "decode_bound", "model_specific",
       "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "buffering"};
   return kCauses;
+}
+
+const std::vector<std::string>& scopes() {
+  static const std::vector<std::string> kScopes = {"endpoint", "target_model", "intermediary", "client_path"};
+  return kScopes;
+}
+
+std::string cause_and_scope(const Finding& f) {
+  static const std::map<std::string, std::string> kWhere = {{"endpoint", "at the endpoint"},
+                                                            {"target_model", "at the target model"},
+                                                            {"intermediary", "in an intermediary"},
+                                                            {"client_path", "on the client's path"}};
+  const auto it = kWhere.find(f.scope);
+  return cause_label(f) + (it == kWhere.end() ? "" : " " + it->second);
 }
 
 std::string cause_label(const Finding& f) {
@@ -295,11 +352,21 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   for (const auto& r : rules.rules) {
     const auto when = r.when.eval(metrics);
     if (!when || *when == 0) continue;  // not measured, or not the case
+    if (std::any_of(r.unless.begin(), r.unless.end(), [&](const Expression& e) {
+          const auto u = e.eval(metrics);
+          return u && *u != 0;
+        }))
+      continue;
     const auto impact = r.impact_ms.eval(metrics);
     if (!impact) continue;
     Finding f;
     f.rule = r.id;
     f.cause = r.cause;
+    f.scope = r.scope;
+    if (r.scope_when) {
+      const auto holds = r.scope_when->eval(metrics);
+      if (!holds || *holds == 0) f.scope = r.scope_else;
+    }
     f.severity = r.severity;
     if (r.critical_when) {
       const auto c = r.critical_when->eval(metrics);
@@ -370,6 +437,7 @@ nlohmann::json to_json(const std::vector<Finding>& findings) {
 nlohmann::json to_json(const Finding& f) {
   return {{"rule", f.rule},
           {"cause", core::text_or_null(f.cause)},
+          {"scope", core::text_or_null(f.scope)},
           {"severity", severity_name(f.severity)},
           {"impact_ms", f.impact_ms},
           {"share", f.share},
@@ -387,6 +455,7 @@ std::optional<Finding> finding_from_json(const nlohmann::json& j) {
     Finding f;
     f.rule = j.at("rule").get<std::string>();
     f.cause = j.at("cause").is_string() ? j.at("cause").get<std::string>() : "";
+    if (auto it = j.find("scope"); it != j.end() && it->is_string()) f.scope = it->get<std::string>();  // absent before scopes
     const std::string sev = j.at("severity").get<std::string>();
     f.severity = core::value_of(kSeverityNames, sev).value_or(Severity::Info);
     f.impact_ms = j.at("impact_ms").get<double>();

@@ -18,6 +18,10 @@ namespace infdoctor::rules {
 
 // The cause taxonomy (DESIGN.md, "Diagnosis").
 const std::vector<std::string>& causes();
+// Where a cause sits: endpoint (every model and path of it), target_model (a small model on the
+// same endpoint is fine), intermediary (a proxy, gateway or CDN between), client_path (this
+// client's resolver or route).
+const std::vector<std::string>& scopes();
 
 enum class Severity { Info, Warning, Critical };
 inline constexpr std::array kSeverityNames{core::NameRow<Severity>{Severity::Info, "info"},
@@ -30,9 +34,17 @@ struct Rule {
   std::string id;
   std::string family;
   std::string cause;
+  // The scope: `scope`, or, with a scope_when, `scope` when it holds and scope_else otherwise (an
+  // unmeasured condition does not hold).
+  std::string scope;
+  std::optional<Expression> scope_when;
+  std::string scope_else;
   Severity severity = Severity::Warning;
   std::string title;
   Expression when;
+  // The rule stays quiet when any of these holds (measured and non-zero): another rule speaks for
+  // that case. Each is judged alone, so one unmeasured does not hide another.
+  std::vector<Expression> unless;
   Expression impact_ms;
   std::optional<Expression> critical_when;  // upgrades the finding to critical
   std::optional<double> confidence_value;
@@ -70,6 +82,7 @@ RuleSet load_texts(const std::vector<RuleFile>& files, const std::vector<std::st
 struct Finding {
   std::string rule;
   std::string cause;
+  std::string scope;  // empty for a finding without a cause
   Severity severity = Severity::Info;
   double impact_ms = 0;
   double share = 0;        // of the observed latency, 0..1
@@ -94,6 +107,8 @@ std::string format_metric(const std::string& name, double value);
 // The cause as reports print it: the taxonomy's name, "limit" for a violated --slo, else the rule's
 // family (errors.failed_requests: "errors").
 std::string cause_label(const Finding& f);
+// The cause and where it sits, as reports print them: "decode_bound at the target model".
+std::string cause_and_scope(const Finding& f);
 
 nlohmann::json to_json(const Finding& f);
 // A ranked diagnosis as results.json holds it.

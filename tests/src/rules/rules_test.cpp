@@ -15,7 +15,7 @@
 namespace infdoctor::rules {
 namespace {
 
-const std::vector<std::string> kKnown = {"dns.p50_ms", "dns.max_ms", "dns.samples_count", "path.tcp_rtt_p50_ms",
+const std::vector<std::string> kKnown = {"dns.p50_ms", "dns.max_ms", "dns.samples_count", "dns.failures_count", "dns.timeouts_count", "path.tcp_rtt_p50_ms",
                                          "baseline.ttft_p50_ms", "baseline.total_p50_ms"};
 
 RuleSet load(const std::string& text, LoadReport& report, const std::string& name = "rules/test.json") {
@@ -30,7 +30,7 @@ std::string rule_file(const std::string& rule_fields) {
 // leaves the field out). `when` and what follows it stand on line 3.
 std::string one_rule(const std::map<std::string, std::string>& changed) {
   const std::vector<std::pair<std::string, std::string>> fields = {
-      {"id", R"("dns.x")"}, {"cause", R"("dns_slow")"}, {"severity", R"("info")"}, {"title", R"("t")"},
+      {"id", R"("dns.x")"}, {"cause", R"("dns_slow")"}, {"scope", R"("client_path")"}, {"severity", R"("info")"}, {"title", R"("t")"},
       {"when", R"("1")"},   {"impact_ms", R"("1")"},   {"confidence", "1"},        {"explain", R"("e")"}};
   std::string rule = "{";
   for (const auto& [name, value] : fields) {
@@ -39,10 +39,13 @@ std::string one_rule(const std::map<std::string, std::string>& changed) {
     if (v.empty()) continue;
     rule += std::string(rule.size() > 1 ? ", " : "") + (name == "when" ? "\n" : "") + "\"" + name + "\": " + v;
   }
+  for (const auto& [name, value] : changed)  // fields the valid rule does not have
+    if (std::none_of(fields.begin(), fields.end(), [&](const auto& f) { return f.first == name; }))
+      rule += ", \"" + name + "\": " + value;
   return rule_file(rule + "}");
 }
 
-const char* kGood = R"({"id": "dns.slow", "cause": "dns_slow", "severity": "warning", "title": "slow DNS",
+const char* kGood = R"({"id": "dns.slow", "cause": "dns_slow", "scope": "client_path", "severity": "warning", "title": "slow DNS",
   "when": "dns.p50_ms > 100 && dns.samples_count >= 3", "impact_ms": "dns.p50_ms - 20",
   "confidence": "dns.samples_count >= 5 ? 0.9 : 0.6", "explain": "median {dns.p50_ms}, worst {dns.max_ms}",
   "ask_provider": [], "actions": ["try another resolver"], "evidence": ["dns.max_ms"]})";
@@ -125,6 +128,13 @@ TEST_CASE("malformed rules: every problem named with file, line, rule id, field 
       {"missing field", one_rule({{"impact_ms", ""}}), "rule dns.x: impact_ms: missing"},
       {"id outside the family", one_rule({{"id", R"("tls.x")"}}), "rule tls.x: id: must start with the family, 'dns.'"},
       {"confidence out of range", one_rule({{"confidence", "3"}}), "rule dns.x: confidence: must lie in [0, 1]"},
+      {"unknown scope", one_rule({{"scope", R"("the cloud")"}}),
+       "rule dns.x: scope: 'the cloud' is not one of endpoint, target_model, intermediary, client_path"},
+      {"conditional scope without else", one_rule({{"scope", R"({"when": "1", "then": "endpoint"})"}}),
+       "rule dns.x: scope: a conditional scope is"},
+      {"conditional scope over an unknown metric", one_rule({{"scope", R"({"when": "dns.nope > 1", "then": "endpoint", "else": "client_path"})"}}),
+       "rule dns.x: scope: unknown metric 'dns.nope'"},
+      {"unless over an unknown metric", one_rule({{"unless", R"("dns.nope > 1")"}}), "rule dns.x: unless: unknown metric 'dns.nope'"},
   };
   for (const auto& c : cases) {
     SUBCASE(c.name) {
@@ -204,6 +214,36 @@ TEST_CASE("the rules the build embeds are rules/ as it is, and load without an e
   }
 }
 
+TEST_CASE("a conditional scope and an unless follow the metrics, and an unmeasured condition does not hold") {
+  LoadReport report;
+  const RuleSet set = load(rule_file(R"({"id": "dns.x", "cause": "dns_slow", "severity": "warning", "title": "t",
+      "scope": {"when": "dns.failures_count > 0", "then": "endpoint", "else": "client_path"},
+      "unless": "dns.timeouts_count > 2", "when": "dns.p50_ms > 100", "impact_ms": "dns.p50_ms", "confidence": 1,
+      "explain": "e"})"),
+                           report);
+  REQUIRE_MESSAGE(report.errors.empty(), report.errors.front());
+  auto scope_of = [&](const std::map<std::string, double>& m) {
+    const auto found = diagnose(set, m);
+    return found.empty() ? std::string("(quiet)") : found[0].scope;
+  };
+  CHECK(scope_of({{"dns.p50_ms", 300}}) == "client_path");
+  CHECK(scope_of({{"dns.p50_ms", 300}, {"dns.failures_count", 0}}) == "client_path");
+  CHECK(scope_of({{"dns.p50_ms", 300}, {"dns.failures_count", 2}}) == "endpoint");
+  CHECK(scope_of({{"dns.p50_ms", 300}, {"dns.timeouts_count", 3}}) == "(quiet)");
+  CHECK(scope_of({{"dns.p50_ms", 300}, {"dns.timeouts_count", 1}}) == "client_path");
+}
+
+TEST_CASE("every built-in rule with a cause says where it sits") {
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules("", warnings);
+  REQUIRE(rules.ok());
+  CHECK(warnings.empty());
+  for (const auto& r : rules->rules) {
+    CAPTURE(r.id);
+    if (!r.cause.empty()) CHECK_FALSE(r.scope.empty());
+  }
+}
+
 TEST_CASE("every rule has its fixture under tests/rules, every fixture its rule, and each case holds") {
   std::vector<std::string> warnings;
   auto rules = run::load_rules("", warnings);
@@ -234,6 +274,10 @@ TEST_CASE("every rule has its fixture under tests/rules, every fixture its rule,
       if (fires && !found.empty()) {
         CHECK(found[0].explanation.find("n/a") == std::string::npos);  // every placeholder was measured
         CHECK(found[0].impact_ms >= 0);
+        // A case may state what the finding says, not only that it fires.
+        if (c.contains("impact_ms")) CHECK(found[0].impact_ms == doctest::Approx(c["impact_ms"].get<double>()).epsilon(0.001));
+        if (c.contains("severity")) CHECK(std::string(severity_name(found[0].severity)) == c["severity"].get<std::string>());
+        if (c.contains("scope")) CHECK(found[0].scope == c["scope"].get<std::string>());
       }
     }
     CHECK(fires_seen);
