@@ -7,6 +7,7 @@
 
 #include "checks/registry.h"
 #include "run/pacer.h"
+#include "run/runner.h"
 
 namespace infdoctor::test {
 
@@ -66,6 +67,28 @@ inline checks::CheckResult run_check(const std::string& id, const std::string& b
                                      const std::vector<std::pair<std::string, std::string>>& options,
                                      const std::string& cacert = "") {
   return run_check(id, CheckSetup{base_url, options, cacert, {}, 1000000, std::chrono::seconds(60), {}});
+}
+
+// The check as a run runs it (run::run_checks): the runner, not the test, sets its deadline from
+// `check_timeout` and the check's own plan. Needs a model port (and a clock port to be quick).
+inline checks::CheckResult run_in_a_run(const std::string& id, const CheckSetup& setup, std::chrono::seconds check_timeout) {
+  run::RunPlan plan;
+  plan.check_ids = {id};
+  for (const auto& [k, v] : setup.options) plan.options.set(k, v);
+  plan.check_timeout = check_timeout;
+  REQUIRE(run::validate(plan).ok());
+  auto target = checks::parse_target(setup.base_url);
+  REQUIRE(target.ok());
+  api::Endpoint ep;
+  ep.base_url = setup.base_url;
+  core::Clock& clock = setup.ports.clock ? *setup.ports.clock : core::real_clock();
+  run::Pacer pacer(clock, setup.max_requests);
+  checks::CheckContext ctx(target.value(), ep, setup.ports);
+  if (target->host_is_ip) ctx.set_addresses({target->host});
+  ctx.set_models(setup.models);
+  auto result = run::run_checks(plan, {&ctx, &pacer});
+  REQUIRE(result.checks.size() == 1);
+  return std::move(result.checks[0]);
 }
 
 inline double metric(const checks::CheckResult& r, const std::string& name) {
