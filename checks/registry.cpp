@@ -58,7 +58,7 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.cached_prompts_count", "count",
        "answers that reported prompt tokens served from the provider's cache (every prompt of a run is unique)"},
       // The run's requests as one time series (stats/series.h).
-      {"run.series_samples_count", "count", "requests in the time series: every one with 8 or more output tokens, parallel ones aside"},
+      {"run.series_samples_count", "count", "requests in the time series: every one with 8 or more output tokens that arrived as they came, parallel ones aside"},
       {"run.series_span_s", "s", "from the first request of the time series to its last"},
       {"run.slow_share_ratio", "ratio", "share of the time series at twice its model's usual time per token (its 25th percentile) or more (from 20 requests on)"},
       {"run.slow_share_low_ratio", "ratio", "the 95 % lower bound of that share (Wilson score interval)"},

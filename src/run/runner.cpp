@@ -55,13 +55,16 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
 }
 
 // Requests that go into the run's time series: every model request that decoded enough tokens
-// for a time per token, except the concurrency check's parallel ones, whose tokens are slower by
-// design (its own rules read them).
+// for a time per token and streamed them as they came, except the concurrency check's parallel
+// ones, whose tokens are slower by design (its own rules read them).
 stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks) {
   std::vector<stats::SeriesPoint> points;
   for (const auto& c : checks) {
     for (const auto& [s, label] : c.requests) {
       if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
+      // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
+      // decode: its time per token is left out, as the buffering rules read it.
+      if (static_cast<double>(s.content_arrivals) < 0.3 * static_cast<double>(*s.output_tokens)) continue;
       if (label.is_object() && label.value("streams", 1) > 1) continue;
       const auto at = core::parse_rfc3339_utc(s.started_at);
       if (!at) continue;

@@ -315,10 +315,12 @@ int main(int argc, char** argv) {
     std::uint64_t seed;
   };
   std::vector<Job> todo;
-  for (const auto& c : causes()) {
+  // A row's seed depends on its cause and draw only, so --causes reproduces the same rows.
+  for (std::size_t i = 0; i < causes().size(); ++i) {
+    const Cause& c = causes()[i];
     if (!only.empty() && !only.count(c.name)) continue;
     const int n = c.expect.empty() ? seeds : draws;
-    for (int d = 1; d <= n; ++d) todo.push_back({&c, static_cast<std::uint64_t>(1000 * d + todo.size())});
+    for (int d = 1; d <= n; ++d) todo.push_back({&c, static_cast<std::uint64_t>(1000 * d + i)});
   }
   std::vector<Row> rows(todo.size());
   std::atomic<std::size_t> next{0};
