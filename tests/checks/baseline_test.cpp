@@ -23,6 +23,24 @@ TEST_CASE("baseline: small model 10 ms per token, target 60 ms: the ratio comes 
   CHECK(c.requests.size() == 6);
 }
 
+TEST_CASE("a request cut short by the check's own deadline is the run's limit, not the endpoint's failure") {
+  // A 3 s first token under a 1 s check deadline: the request ends at the deadline.
+  auto server = test::start_fake(R"({"models": {"big": {"overhead_ms": 3000}}})");
+  test::CheckSetup setup{server->base_url(), {{"baseline.samples", "1"}}, "", {"big", ""}};
+  setup.deadline = std::chrono::seconds(1);
+  run::Pacer* pacer = nullptr;
+  const auto c = test::run_check("baseline", setup, &pacer);
+  REQUIRE(c.requests.size() == 1);
+  const auto& s = c.requests[0].sample;
+  CHECK_FALSE(s.ok);
+  CHECK(s.error == api::kCheckDeadline);
+  CHECK(s.error_message.find("--check-timeout") != std::string::npos);
+  CHECK_FALSE(api::is_failure(s));
+  CHECK(test::metric(c, "failures_count") == 0);
+  REQUIRE(pacer != nullptr);
+  CHECK(pacer->failures_by_token().empty());
+}
+
 TEST_CASE("baseline: without a small model there are no ratios, and it says why") {
   auto server = test::start_fake(R"({"models": {"big": {"decode_ms_per_token": 5}}})");
   const auto c = test::run_check("baseline", {server->base_url(), {{"baseline.samples", "2"}}, "", {"big", ""}});
