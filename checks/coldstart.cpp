@@ -154,12 +154,11 @@ class ColdstartCheck final : public Check {
     std::vector<double> excess_cold;
     std::optional<double> threshold, threshold_low;
     int measured = static_cast<int>(seen.size());
+    const std::size_t warm = from.value_or(seen.size());  // the gaps before the cold ones
+    if (warm > 0) threshold_low = seen[warm - 1].gap_s;
     if (from) {
       threshold = seen[*from].gap_s;
       for (std::size_t i = *from; i < seen.size(); ++i) excess_cold.push_back(seen[i].excess);
-      for (std::size_t i = 0; i < *from; ++i) threshold_low = seen[i].gap_s;
-    } else if (!seen.empty()) {
-      threshold_low = seen.back().gap_s;
     }
     out.details["gaps"] = table;
     if (!gaps.rows.empty()) out.tables.push_back(std::move(gaps));

@@ -152,25 +152,27 @@ class ConcurrencyCheck final : public Check {
     const Level& first = done.front();
     const Level& last = done.back();
     out.set("max_level_count", last.streams);
-    out.set("ttft_p50_at_1_ms", *stats::summarize(first.ttft).p50);
+    const double ttft1 = *stats::summarize(first.ttft).p50;
+    const auto service = stats::summarize(first.total).p50;  // one stream's whole time
+    out.set("ttft_p50_at_1_ms", ttft1);
     const auto lt = stats::summarize(last.ttft);
     out.set("ttft_p50_at_max_ms", *lt.p50);
     out.set("ttft_p90_at_max_ms", *lt.p90);
-    if (auto v = stats::summarize(first.total).p50) out.set("total_p50_at_1_ms", *v);
+    if (service) out.set("total_p50_at_1_ms", *service);
     if (auto v = stats::summarize(last.total).p50) out.set("total_p50_at_max_ms", *v);
     out.set("throughput_at_1_tokens_per_s", first.throughput);
     out.set("throughput_at_max_tokens_per_s", last.throughput);
     if (done.size() >= 2 && first.throughput > 0 && first.makespan_ms > 0) {
       const double level_gain = static_cast<double>(last.streams) / first.streams;
-      out.set("throughput_scaling_ratio", (last.throughput / first.throughput) / level_gain);
+      const double parallelism = last.throughput / first.throughput * first.streams;
+      out.set("parallelism_count", parallelism);
+      out.set("throughput_scaling_ratio", parallelism / last.streams);
       out.set("latency_growth_ratio", (last.makespan_ms / first.makespan_ms) / level_gain);
-      const double ttft1 = *stats::summarize(first.ttft).p50;
       out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, ttft1));
-      out.set("parallelism_count", last.throughput / first.throughput * first.streams);
+      const double wait_p90 = std::max(0.0, *lt.p90 - ttft1);
       out.set("queue_wait_mean_at_max_ms", std::max(0.0, *lt.mean - ttft1));
-      out.set("queue_wait_p90_at_max_ms", std::max(0.0, *lt.p90 - ttft1));
-      if (auto service = stats::summarize(first.total).p50; service && *service > 0)
-        out.set("queue_wait_p90_services_ratio", std::max(0.0, *lt.p90 - ttft1) / *service);
+      out.set("queue_wait_p90_at_max_ms", wait_p90);
+      if (service && *service > 0) out.set("queue_wait_p90_services_ratio", wait_p90 / *service);
       // The knee is where throughput stopped growing; while it still grows at the highest level
       // measured there is none to name.
       for (std::size_t i = 1; i < done.size(); ++i) {

@@ -152,12 +152,8 @@ class SweepCheck final : public Check {
     int stopped_early = 0;
     double most = 0;
     // A size the check's deadline cannot hold is not sent: at the median time per token and to
-    // first token seen so far, it would be cut short, and say nothing.
-    std::vector<double> seen_tpot, seen_ttft;
-    for (const auto& r : out.requests) {
-      if (r.sample.tpot_ms) seen_tpot.push_back(*r.sample.tpot_ms);
-      if (r.sample.ttft_ms) seen_ttft.push_back(*r.sample.ttft_ms);
-    }
+    // first token seen so far (the prefill requests' to begin with), it would be cut short.
+    std::vector<double> seen_tpot = cy, seen_ttft = py;
     for (double mt : max_tokens_) {
       if (loop.stopped()) break;
       const double left_ms = core::to_ms(core::elapsed_us(ctx.clock().now(), ctx.deadline()));
@@ -189,7 +185,7 @@ class SweepCheck final : public Check {
           tpot.push_back(*s->tpot_ms);
           seen_tpot.push_back(*s->tpot_ms);
         }
-        if (s->ttft_ms) seen_ttft.push_back(*s->ttft_ms);
+        if (auto t = server_ttft_ms(*s)) seen_ttft.push_back(*t);
       }
     }
     out.set("decode_samples_count", static_cast<double>(dx.size()));

@@ -153,7 +153,8 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     const std::string cause = str("cause", false);  // absent: a finding about the run itself
     if (!cause.empty() && std::find(causes().begin(), causes().end(), cause) == causes().end())
       err("cause", "'" + cause + "' is not in the cause taxonomy");
-    // "scope": a name, or {"when": EXPR, "then": NAME, "else": NAME}; required with a cause.
+    // "scope": a name, or {"when": EXPR, "then": NAME, "else": NAME}; a rule with a cause and
+    // without one loads with a warning.
     std::string scope, scope_else;
     std::optional<Expression> scope_when;
     auto scope_name = [&](const json& v) -> std::string {
@@ -163,13 +164,13 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
       }
       const std::string n = v.get<std::string>();
       if (std::find(scopes().begin(), scopes().end(), n) == scopes().end())
-        err("scope", "'" + n + "' is not one of endpoint, target_model, intermediary, client_path");
+        err("scope", "'" + n + "' is not one of " + core::join(scopes(), ", "));
       return n;
     };
     if (!r.contains("scope")) {
       if (!cause.empty())
         report.warnings.push_back(file.path + ":" + std::to_string(line) + ": rule " + id +
-                                  ": no scope (endpoint, target_model, intermediary, client_path): reports will not say where");
+                                  ": no scope (" + core::join(scopes(), ", ") + "): reports will not say where");
     } else if (r["scope"].is_object()) {
       const json& sc = r["scope"];
       if (!sc.contains("when") || !sc["when"].is_string() || !sc.contains("then") || !sc.contains("else") || sc.size() != 3) {
@@ -253,18 +254,27 @@ const std::vector<std::string>& causes() {
   return kCauses;
 }
 
+namespace {
+// Each scope and how a report says it.
+constexpr std::pair<const char*, const char*> kScopes[] = {{"endpoint", "at the endpoint"},
+                                                           {"target_model", "at the target model"},
+                                                           {"intermediary", "in an intermediary"},
+                                                           {"client_path", "on the client's path"}};
+}  // namespace
+
 const std::vector<std::string>& scopes() {
-  static const std::vector<std::string> kScopes = {"endpoint", "target_model", "intermediary", "client_path"};
-  return kScopes;
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, _] : kScopes) v.push_back(name);
+    return v;
+  }();
+  return names;
 }
 
 std::string cause_and_scope(const Finding& f) {
-  static const std::map<std::string, std::string> kWhere = {{"endpoint", "at the endpoint"},
-                                                            {"target_model", "at the target model"},
-                                                            {"intermediary", "in an intermediary"},
-                                                            {"client_path", "on the client's path"}};
-  const auto it = kWhere.find(f.scope);
-  return cause_label(f) + (it == kWhere.end() ? "" : " " + it->second);
+  for (const auto& [name, where] : kScopes)
+    if (f.scope == name) return cause_label(f) + " " + where;
+  return cause_label(f);
 }
 
 std::string cause_label(const Finding& f) {
