@@ -17,7 +17,8 @@ struct LayerDiff {
   std::string metric;  // "baseline.tpot_p50_ms"
   std::string scope;   // where it costs: "every request", "per output token", "new connections", ...
   std::optional<double> a, b, ratio;  // ratio = b / a
-  // "yes": the 95 % intervals do not overlap; "no": they do; "likely": no interval, but B and A
+  // "yes": the 95 % intervals do not overlap and the values differ by more than 5 %; "no": they
+  // overlap, or the values are within 5 % of each other; "likely": no interval, but B and A
   // differ by 1.5x and 5 ms or more; "unclear": no interval and a smaller difference; "" unmeasured.
   std::string significant;
   double explains_ms = 0;  // of the typical request's end-to-end gap (B - A); 0 for layers outside it

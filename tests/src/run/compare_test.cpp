@@ -64,4 +64,17 @@ TEST_CASE("compare_runs: intervals decide significance, the gap is split into th
   CHECK(j["schema"] == "infdoctor.compare/1");
 }
 
+TEST_CASE("compare_runs: separated intervals within 5 % of each other are no difference") {
+  // Two quiet servers 0.2 ms apart at 80 ms: tight intervals that do not overlap, a difference
+  // no request notices. 6 % apart is one.
+  const auto run = [](double ttft) {
+    return with({{"baseline",
+                  {{"ttft_p50_ms", ttft}, {"ttft_p50_ci_low_ms", ttft - 0.05}, {"ttft_p50_ci_high_ms", ttft + 0.05},
+                   {"total_p50_ms", ttft + 100}}}});
+  };
+  CHECK(layer(compare_runs(run(80.1), run(80.3), "A", "B"), "time to first token").significant == "no");
+  CHECK(layer(compare_runs(run(80.1), run(85.0), "A", "B"), "time to first token").significant == "yes");
+  CHECK(layer(compare_runs(run(85.0), run(80.1), "A", "B"), "time to first token").significant == "yes");
+}
+
 }  // namespace infdoctor::run
