@@ -49,8 +49,8 @@ const CheckInfo kInfo{
      {"baseline.expected_tpot_ratio", "ratio",
       "the time per token ratio the sizes explain: size_ratio, or 70/8 (a 70B model beside an 8B, the widest pair commonly served together) when a name states no size"},
      {"baseline.unexplained_tpot_ratio", "ratio", "tpot_ratio over expected_tpot_ratio: 1 = as the sizes explain"},
-     {"baseline.unexplained_decode_ms", "ms",
-      "target model: decode time of the typical request beyond what the small model's time per token times expected_tpot_ratio explains"},
+     {"baseline.unexplained_tpot_ms_per_token", "ms",
+      "target model: time per output token beyond what the small model's times expected_tpot_ratio explains"},
      {"baseline.failures_count", "count", "failed requests, both models"}},
     {{"tpot_ratio", "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
      {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}}};
@@ -148,8 +148,7 @@ class BaselineCheck final : public Check {
       out.set("expected_tpot_ratio", expected);
       if (sp && tp.p50 && *sp > 0) {
         out.set("unexplained_tpot_ratio", *tp.p50 / *sp / expected);
-        const double tokens = stats::median(target.tokens).value_or(1);
-        out.set("unexplained_decode_ms", std::max(0.0, *tp.p50 - expected * *sp) * std::max(1.0, tokens - 1));
+        out.set("unexplained_tpot_ms_per_token", std::max(0.0, *tp.p50 - expected * *sp));
       }
     } else {
       out.details["small_model"] = "not given (--small-model): no ratios";

@@ -126,6 +126,8 @@ class ConcurrencyCheck final : public Check {
       if (!level.ttft.empty()) done.push_back(std::move(level));
       if (out.status == CheckStatus::Error) break;
     }
+    // A stream's wait for a slot at each level: its mean time to first token over one stream's.
+    const double ttft_alone = done.empty() ? 0.0 : stats::summarize(done.front().ttft).p50.value_or(0.0);
     nlohmann::json table = nlohmann::json::array();
     Table levels{"concurrency: per level", {"streams", "TTFT p50", "TTFT p90", "total p50", "batch time", "tokens/s"}, {}, ""};
     for (const auto& l : done) {
@@ -138,7 +140,8 @@ class ConcurrencyCheck final : public Check {
                        {"total_p50_ms", e.p50 ? nlohmann::json(*e.p50) : nlohmann::json(nullptr)},
                        {"makespan_ms", l.makespan_ms / rounds_},
                        {"throughput_tokens_per_s", l.throughput},
-                       {"samples_count", t.count}});
+                       {"samples_count", t.count},
+                       {"queue_wait_mean_ms", std::max(0.0, t.mean.value_or(0.0) - ttft_alone)}});
     }
     out.details["levels"] = table;
     if (!levels.rows.empty()) out.tables.push_back(std::move(levels));

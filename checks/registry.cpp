@@ -65,6 +65,17 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.slow_episodes_count", "count", "runs of slow requests in a row"},
       {"run.slow_period_s", "s", "median gap between the starts of slow episodes (three or more)"},
       {"run.slow_tpot_excess_ms_per_token", "ms", "median extra time per token of the slow requests over their model's usual time per token"},
+      // The reference request findings are priced on (--workload, run/workload.h).
+      {"run.workload_prompt_tokens_count", "count", "the reference request's prompt tokens (--workload prompt=, default 1024)"},
+      {"run.workload_output_tokens_count", "count", "its output tokens (--workload output=, default 128)"},
+      {"run.workload_concurrency_count", "count", "its streams at once (--workload concurrency=, default the concurrency check's highest level)"},
+      {"run.workload_network_ms", "ms", "one round trip of the path"},
+      {"run.workload_overhead_ms", "ms", "the server's fixed cost before the first token: the prefill fit's intercept less the round trip"},
+      {"run.workload_prefill_ms", "ms", "prefill of its prompt: the fitted cost per prompt token times its prompt tokens"},
+      {"run.workload_tpot_ms_per_token", "ms", "time per output token at its context: the baseline's, plus the sweep's growth with context"},
+      {"run.workload_decode_ms", "ms", "decode of its output: that time per token times the tokens after the first"},
+      {"run.workload_queue_ms", "ms", "mean wait for a slot at the concurrency check's level nearest its streams"},
+      {"run.workload_total_ms", "ms", "its end-to-end time alone: the first token at its prompt, and decode (the queue comes on top)"},
   };
   return k;
 }

@@ -11,6 +11,7 @@
 #include "core/strings.h"
 #include "core/version.h"
 #include "report/text.h"
+#include "run/workload.h"
 
 namespace infdoctor::bundle {
 namespace {
@@ -183,10 +184,11 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   line("DNS lookup, median", "dns.p50_ms");
   o << "\n## Ranked causes\n\n";
   if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
+  if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) o << priced << "\n\n";
   int i = 0;
   for (const auto& f : r.diagnosis) {
     o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_and_scope(f)
-      << "): " << fmt("%.0f", f.impact_ms) << " ms, " << fmt("%.0f", f.share * 100) << " % of the observed latency, confidence "
+      << "): " << fmt("%.0f", f.impact_ms) << " ms, " << fmt("%.0f", f.share * 100) << " % of the reference request's latency, confidence "
       << fmt("%.2f", f.confidence) << ".  \n   " << f.explanation << "\n";
   }
   std::vector<std::string> questions;

@@ -74,6 +74,10 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--set", p.sets,
                   "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3");
+  cmd->add_option("--workload", p.workload,
+                  "the request findings are priced on: prompt=P,output=O,concurrency=C (default prompt=1024,output=128 as "
+                  "vLLM's serving benchmark; concurrency the concurrency check's highest level). A finding's impact is "
+                  "the milliseconds its cause adds to that request");
   add_json_flag(*cmd, out.json, "results.json");
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
   cmd->add_option("--slo", opts->slo,

@@ -7,7 +7,9 @@ namespace infdoctor::fake {
 namespace {
 
 // A healthy pair of models; each fault changes what it needs. Magnitudes differ from fault to
-// fault and from the rules' thresholds: the diagnosis must follow the physics.
+// fault and from the rules' thresholds: the diagnosis must follow the physics. Where two causes
+// are planted, the expected order is what each adds to the default reference request (1,024
+// prompt tokens, 128 output tokens, the concurrency check's highest level: run/workload.h).
 std::string scenario(const std::string& target_extra, const std::string& small_extra = "") {
   std::string s = R"({"models": {"demo-model": {"overhead_ms": 60, "prefill_ms_per_token": 0.02, "decode_ms_per_token": 8, "jitter_ms": 2)";
   if (!target_extra.empty()) s += ", " + target_extra;
@@ -20,7 +22,9 @@ std::string scenario(const std::string& target_extra, const std::string& small_e
 
 const std::vector<DemoFault>& demo_faults() {
   static const std::vector<DemoFault> kFaults = {
-      {"realistic", {"cold_start", "decode_bound"},
+      // Decode beyond 33 ms a token: 27 ms x 127 tokens = 3.4 s on every request; the cold start
+      // 1.5 s on the requests after an idle gap.
+      {"realistic", {"decode_bound", "cold_start"},
        "the target model decodes at 60 ms per token against 8 for the small one, and goes cold after 2 s idle",
        scenario(R"("overhead_ms": 120, "decode_ms_per_token": 60, "cold_start": {"idle_s": 2, "penalty_ms": 1500})",
                 R"("decode_ms_per_token": 8)"),
@@ -54,9 +58,12 @@ const std::vector<DemoFault>& demo_faults() {
        scenario(""), {{"serialization.sizes_kb", "1,16,64"}}, "", "", false, -1, 70},
       {"cold_start+queueing", {"cold_start", "queueing"}, "goes cold after 2 s (4 s penalty) and serves one request at a time",
        scenario(R"("overhead_ms": 100, "slots": 1, "cold_start": {"idle_s": 2, "penalty_ms": 4000})"), {}, "", ""},
-      {"prefill+queueing", {"prefill_bound", "queueing"}, "1.5 ms per prompt token and one request at a time",
-       scenario(R"("overhead_ms": 300, "prefill_ms_per_token": 1.5, "slots": 1)"), {}, "", ""},
-      {"rate_limited+decode", {"rate_limited", "decode_bound"}, "every 5th request 429 (Retry-After: 2.5), slow decode",
+      // Prefill beyond 1.5 % of a decode token: 0.88 ms x 1,024 = 0.9 s; one slot at 8 streams
+      // of about 0.45 s each: a mean wait of 3.5 requests, about 1.6 s.
+      {"prefill+queueing", {"queueing", "prefill_bound"}, "1 ms per prompt token and one request at a time",
+       scenario(R"("overhead_ms": 300, "prefill_ms_per_token": 1.0, "slots": 1)"), {}, "", ""},
+      // Decode beyond 33 ms a token: 37 ms x 127 = 4.7 s on every request; the 429s 2.5 s on one in five.
+      {"rate_limited+decode", {"decode_bound", "rate_limited"}, "every 5th request 429 (Retry-After: 2.5), slow decode",
        scenario(R"("decode_ms_per_token": 70, "faults": [{"kind": "429", "every": 5, "retry_after_s": 2.5}])",
                 R"("decode_ms_per_token": 35)"),
        {}, "", ""},

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "checks/registry.h"
+#include "run/workload.h"
 #include "core/strings.h"
 
 namespace infdoctor::report {
@@ -90,7 +91,7 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
   for (const auto& f : findings) {
     ++n;
     core::appendf(out, "\n%2d. [%s] %s\n", n, std::string(rules::severity_name(f.severity)).c_str(), f.title.c_str());
-    core::appendf(out, "    %s: %.0f ms, %.0f%% of the observed latency, confidence %.2f  (rule %s)\n",
+    core::appendf(out, "    %s: %.0f ms, %.0f%% of the reference request's latency, confidence %.2f  (rule %s)\n",
         rules::cause_and_scope(f).c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
     core::appendf(out, "    %s\n", f.explanation.c_str());
     if (!f.evidence.empty()) {
@@ -114,6 +115,7 @@ std::string render_text(const run::RunResult& r) {
     core::appendf(out, "  PARTIAL: the run was interrupted (%s); what follows is what was measured until then\n\n",
         r.interrupted_by.c_str());
   out += render_diagnosis(r.diagnosis);
+  if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) out += "\n" + priced + "\n";
   core::appendf(out, "\n");
   // What the preset's endpoint is known to send, and how often it arrived. Results read back
   // from a file may hold anything here: what is not of the expected type counts as absent.

@@ -409,7 +409,7 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
             out.end());
   sort_findings(out);
   // Shares of one whole, so that a run's shares add up to at most 100 %. A typical request's
-  // end-to-end time (the baseline) already holds what network, prefill, decode, the model or
+  // end-to-end time (the workload's reference request, else the baseline's median) already holds what network, prefill, decode, the model or
   // buffering cost; a cold start, a rate limit, queueing behind other requests, a fresh
   // connection's DNS and TLS, a large body or a noisy neighbour come on top of it. The whole is
   // the typical request plus everything on top. Causes inside the typical request can explain the
@@ -418,8 +418,16 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   // attribute together.
   static const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing", "dns_slow",
                                                "tls_slow", "serialization", "noisy_neighbour"};
-  const auto typical_it = metrics.find("baseline.total_p50_ms");
-  const double typical = typical_it != metrics.end() && typical_it->second > 0 ? typical_it->second : 0;
+  // The typical request is the reference request of the run's workload where it was priced
+  // (run/workload.h), else the baseline's median.
+  double typical = 0;
+  for (const char* name : {"run.workload_total_ms", "baseline.total_p50_ms"}) {
+    const auto it = metrics.find(name);
+    if (it != metrics.end() && it->second > 0) {
+      typical = it->second;
+      break;
+    }
+  }
   double on_top = 0, sum = 0;
   for (const auto& f : out) {
     sum += f.impact_ms;

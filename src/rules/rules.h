@@ -85,7 +85,7 @@ struct Finding {
   std::string scope;  // empty for a finding without a cause
   Severity severity = Severity::Info;
   double impact_ms = 0;
-  double share = 0;        // of the observed latency, 0..1
+  double share = 0;        // of the reference request and what comes on top of it, 0..1
   double confidence = 0;   // 0..1
   std::string title;
   std::string explanation;

@@ -79,6 +79,9 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
       return core::make_error(core::ErrorCode::InvalidArgument, "--set wants CHECK.NAME=VALUE, got '" + kv + "'");
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  auto workload = parse_workload(o.workload);
+  if (!workload.ok()) return workload.error();
+  plan.workload = workload.value();
   if (auto st = validate(plan); !st.ok()) return st.error();
   return plan;
 }

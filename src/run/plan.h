@@ -9,6 +9,7 @@
 #include "api/chat.h"
 #include "checks/registry.h"
 #include "core/result.h"
+#include "run/workload.h"
 
 namespace infdoctor::run {
 
@@ -25,12 +26,14 @@ struct PlanOptions {
   int max_hops = 0;
   std::vector<std::string> sets;  // CHECK.NAME=VALUE
   double check_timeout_s = 120;
+  std::string workload;  // --workload prompt=P,output=O,concurrency=C
 };
 
 struct RunPlan {
   std::vector<std::string> check_ids;  // empty: every registered check
   checks::Options options;
   std::chrono::seconds check_timeout{120};
+  Workload workload;  // the reference request findings are priced on
 };
 
 // The plan the options ask for, validated; every problem in the error's detail, one a line.

@@ -74,7 +74,7 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks)
   return stats::read_series(std::move(points));
 }
 
-void end_run(const Side& side, RunResult& out) {
+void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   const checks::CheckContext& ctx = *side.ctx;
   const Pacer& pacer = *side.pacer;
   if (side.progress) side.progress->done();
@@ -112,6 +112,7 @@ void end_run(const Side& side, RunResult& out) {
   if (series.slow_share && series.slow_excess_ms_per_token)
     out.run_metrics["run.slow_tpot_excess_ms_per_token"] = *series.slow_excess_ms_per_token;
   if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
+  for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
   out.unreachable = pacer.unreachable();
@@ -131,7 +132,7 @@ std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Si
     }
     ++turn;
   }
-  for (std::size_t i = 0; i < sides.size(); ++i) end_run(sides[i], out[i]);
+  for (std::size_t i = 0; i < sides.size(); ++i) end_run(plan, sides[i], out[i]);
   return out;
 }
 

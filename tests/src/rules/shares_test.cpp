@@ -13,7 +13,7 @@ namespace infdoctor::rules {
 namespace {
 
 RuleSet load(const std::string& text, LoadReport& report) {
-  return load_texts({RuleFile{"rules/test.json", text}}, {"baseline.total_p50_ms"}, report);
+  return load_texts({RuleFile{"rules/test.json", text}}, {"baseline.total_p50_ms", "run.workload_total_ms"}, report);
 }
 
 }  // namespace
@@ -68,6 +68,13 @@ TEST_CASE("two causes that explain the same milliseconds split the typical reque
   CHECK(found[1].share == doctest::Approx(860.0 / 3000));
   CHECK(found[2].share == doctest::Approx(140.0 / 3000));   // what the first left of the typical request
   CHECK(found[2].impact_ms == 800);                         // its own milliseconds are kept as measured
+
+  // Priced on a workload (run/workload.h), the reference request is the whole, not the baseline's.
+  const auto priced = diagnose(set, {{"baseline.total_p50_ms", 1000}, {"run.workload_total_ms", 3000}});
+  REQUIRE(priced.size() == 3);
+  CHECK(priced[0].share == doctest::Approx(2000.0 / 5000));
+  CHECK(priced[1].share == doctest::Approx(860.0 / 5000));
+  CHECK(priced[2].share == doctest::Approx(800.0 / 5000));  // room enough in the longer request for both
 }
 
 }  // namespace infdoctor::rules

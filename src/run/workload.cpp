@@ -1,0 +1,128 @@
+#include "run/workload.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "core/strings.h"
+
+namespace infdoctor::run {
+namespace {
+
+constexpr const char* kWant = "--workload wants prompt=P,output=O,concurrency=C (any of them), e.g. prompt=1024,output=128";
+
+std::optional<double> metric(const std::vector<checks::CheckResult>& checks, const std::string& check,
+                             const std::string& name) {
+  for (const auto& c : checks) {
+    if (c.id != check) continue;
+    auto it = c.metrics.find(name);
+    if (it != c.metrics.end() && std::isfinite(it->second)) return it->second;
+  }
+  return std::nullopt;
+}
+
+// The concurrency check's mean wait at the level nearest `streams` (the lower one on a tie): 0 at
+// one stream, where nobody waits.
+std::optional<double> queue_wait_at(const std::vector<checks::CheckResult>& checks, int streams) {
+  for (const auto& c : checks) {
+    if (c.id != "concurrency" || !c.details.contains("levels")) continue;
+    std::optional<double> best;
+    int best_distance = INT_MAX;
+    for (const auto& l : c.details["levels"]) {
+      if (!l.contains("streams") || !l.contains("queue_wait_mean_ms") || !l["queue_wait_mean_ms"].is_number()) continue;
+      const int d = std::abs(l["streams"].get<int>() - streams);
+      if (d < best_distance) {
+        best_distance = d;
+        best = l["queue_wait_mean_ms"].get<double>();
+      }
+    }
+    return best;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+core::Result<Workload> parse_workload(const std::string& text) {
+  Workload w;
+  for (const auto& item : core::split(text)) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int* field = key == "prompt" ? &w.prompt_tokens : key == "output" ? &w.output_tokens : key == "concurrency" ? &w.concurrency : nullptr;
+    if (!field || eq == std::string::npos)
+      return core::make_error(core::ErrorCode::InvalidArgument, "--workload: '" + item + "' is not KEY=N", kWant);
+    const std::string v = item.substr(eq + 1);
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    const long low = key == "prompt" ? 0 : 1;
+    if (v.empty() || *end != '\0' || errno != 0 || n < low || n > 10'000'000)
+      return core::make_error(core::ErrorCode::InvalidArgument,
+                              "--workload: " + key + " must be a whole number from " + std::to_string(low) + ", got '" + v + "'",
+                              kWant);
+    *field = static_cast<int>(n);
+  }
+  return w;
+}
+
+std::map<std::string, double> price_workload(const Workload& w, const std::vector<checks::CheckResult>& checks) {
+  std::map<std::string, double> out;
+  const double prompt = w.prompt_tokens, output = w.output_tokens;
+  out["run.workload_prompt_tokens_count"] = prompt;
+  out["run.workload_output_tokens_count"] = output;
+  int streams = w.concurrency;
+  if (streams == 0) streams = static_cast<int>(metric(checks, "concurrency", "max_level_count").value_or(1));
+  out["run.workload_concurrency_count"] = streams;
+
+  const auto rtt = metric(checks, "path", "tcp_rtt_p50_ms");
+  if (rtt) out["run.workload_network_ms"] = *rtt;
+  // The first token: the prefill fit at P where the sweep ran, else the baseline's short prompt.
+  std::optional<double> first;
+  const auto slope = metric(checks, "sweep", "prefill_ms_per_token");
+  const auto intercept = metric(checks, "sweep", "prefill_overhead_ms");
+  if (slope && intercept) {
+    const double prefill = std::max(0.0, *slope) * prompt;
+    out["run.workload_prefill_ms"] = prefill;
+    out["run.workload_overhead_ms"] = std::max(0.0, *intercept - rtt.value_or(0.0));
+    first = std::max(0.0, *intercept) + prefill;
+  } else if (auto t = metric(checks, "baseline", "ttft_p50_ms")) {
+    first = *t;
+  }
+  std::optional<double> decode;
+  if (auto tpot = metric(checks, "baseline", "tpot_p50_ms")) {
+    const double growth = std::max(0.0, metric(checks, "sweep", "decode_context_ms_per_1k_tokens").value_or(0.0));
+    const double at_context = *tpot + growth * prompt / 1000.0;
+    out["run.workload_tpot_ms_per_token"] = at_context;
+    decode = at_context * std::max(0.0, output - 1);
+    out["run.workload_decode_ms"] = *decode;
+  }
+  const auto queue = queue_wait_at(checks, streams);
+  if (queue) out["run.workload_queue_ms"] = *queue;
+  if (first && decode) out["run.workload_total_ms"] = *first + *decode;
+  return out;
+}
+
+std::string describe_workload(const std::map<std::string, double>& m) {
+  const auto get = [&](const char* name) -> std::optional<double> {
+    auto it = m.find(std::string("run.workload_") + name);
+    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  const auto prompt = get("prompt_tokens_count"), output = get("output_tokens_count"), streams = get("concurrency_count");
+  if (!prompt || !output || !streams) return {};
+  std::string out;
+  core::appendf(out, "Priced on a reference request of %.0f prompt and %.0f output tokens at %.0f stream%s", *prompt, *output,
+                *streams, *streams == 1 ? "" : "s");
+  std::string terms;
+  for (const auto& [name, label] : {std::pair{"network_ms", "network"}, {"overhead_ms", "overhead"},
+                                    {"prefill_ms", "prefill"}, {"decode_ms", "decode"}})
+    if (auto v = get(name)) core::appendf(terms, "%s%s %.0f ms", terms.empty() ? "" : " + ", label, *v);
+  if (auto total = get("total_ms")) core::appendf(out, ": %s = %.0f ms alone", terms.c_str(), *total);
+  if (auto queue = get("queue_ms")) core::appendf(out, ", and %.0f ms waiting for a slot", *queue);
+  out += " (--workload changes it).";
+  return out;
+}
+
+}  // namespace infdoctor::run
