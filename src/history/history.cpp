@@ -61,6 +61,13 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 // A cold-start penalty this large is one; the coldstart rules use the same floor.
 constexpr double kColdPenaltyMs = 200;
 
+// A run's first request was cold when it waited over 100 ms and over half the back-to-back median
+// more than that median: the coldstart.first_request rule's bar, without the spread, which is
+// not kept.
+bool first_request_cold(double penalty_ms, double baseline_ms) {
+  return penalty_ms > 100 && penalty_ms > 0.5 * baseline_ms;
+}
+
 }  // namespace
 
 const std::vector<std::string>& kept_metrics() {
@@ -82,7 +89,12 @@ std::vector<std::string> history_metric_names() {
           "history.ttfb_p50_median_ms",
           "history.ttfb_p50_ratio",
           "history.coldstart_penalty_median_ms",
-          "history.coldstart_appeared_hours_ago"};
+          "history.coldstart_appeared_hours_ago",
+          "history.first_request_runs_count",
+          "history.first_request_cold_count",
+          "history.first_request_cold_share_ratio",
+          "history.first_request_penalty_median_ms",
+          "history.run_interval_median_s"};
 }
 
 core::Result<std::unique_ptr<History>> History::open(const std::string& path) {
@@ -241,14 +253,16 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
   s.bind(6, static_cast<double>(days));
   std::map<std::string, std::vector<double>> past;
   std::vector<std::pair<double, double>> penalties;  // (hours ago, penalty), oldest first
-  std::map<std::string, int> run_times;
+  std::map<std::string, double> run_times;  // started_at -> hours before now
+  std::map<std::string, std::map<std::string, double>> by_run;  // started_at -> the first request's metrics
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     const std::string name = s.text(1);
     const double v = sqlite3_column_double(s.get(), 2);
     past[name].push_back(v);
-    run_times[s.text(0)] = 1;
+    run_times[s.text(0)] = sqlite3_column_double(s.get(), 3);
     if (name == "coldstart.penalty_ms") penalties.emplace_back(sqlite3_column_double(s.get(), 3), v);
+    if (name == "coldstart.first_request_penalty_ms" || name == "coldstart.baseline_ttft_p50_ms") by_run[s.text(0)][name] = v;
   }
   if (rc != SQLITE_DONE) return db_error(db_, "cannot read history");
   std::map<std::string, double> out;
@@ -276,6 +290,32 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
     const bool ever_warm = std::any_of(penalties.begin(), penalties.end(), [](const auto& pr) { return pr.second < kColdPenaltyMs; });
     if (now_cold && ever_warm) out["history.coldstart_appeared_hours_ago"] = since < 0 ? 0.0 : since;
   }
+  // Each scheduled run's first request comes after the idle time since the run before: the
+  // scheduler's interval is an idle gap the coldstart check cannot wait out. One run's first
+  // request is one sample a heavy tail can make slow; most runs' first requests slow is a state.
+  std::vector<double> first_penalties, cold_penalties;
+  const auto add_first = [&](const std::map<std::string, double>& m) {
+    const auto p = m.find("coldstart.first_request_penalty_ms"), b = m.find("coldstart.baseline_ttft_p50_ms");
+    if (p == m.end() || b == m.end()) return;
+    first_penalties.push_back(p->second);
+    if (first_request_cold(p->second, b->second)) cold_penalties.push_back(p->second);
+  };
+  for (const auto& [_, m] : by_run) add_first(m);
+  add_first(current);
+  if (!first_penalties.empty()) {
+    out["history.first_request_runs_count"] = static_cast<double>(first_penalties.size());
+    out["history.first_request_cold_count"] = static_cast<double>(cold_penalties.size());
+    out["history.first_request_cold_share_ratio"] =
+        static_cast<double>(cold_penalties.size()) / static_cast<double>(first_penalties.size());
+    if (auto m = stats::median(cold_penalties)) out["history.first_request_penalty_median_ms"] = *m;
+  }
+  // The scheduler's interval: the median time between consecutive runs, this one included.
+  std::vector<double> hours_ago = {0.0};
+  for (const auto& [_, h] : run_times) hours_ago.push_back(h);
+  std::sort(hours_ago.begin(), hours_ago.end());
+  std::vector<double> gaps_s;
+  for (std::size_t i = 1; i < hours_ago.size(); ++i) gaps_s.push_back((hours_ago[i] - hours_ago[i - 1]) * 3600.0);
+  if (auto g = stats::median(gaps_s)) out["history.run_interval_median_s"] = *g;
   return out;
 }
 

@@ -396,12 +396,13 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
     for (const auto& a : r.actions) f.actions.push_back(render_template(a, metrics));
     out.push_back(std::move(f));
   }
-  // One finding per cause: the rule that attributes the most milliseconds speaks for it. Findings
+  // One finding per cause: of the most severe rules that fired for it, the one that attributes
+  // the most milliseconds speaks for it (a note never hides a warning of the same cause). Findings
   // without a cause (about the run itself) all stay.
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.cause != b.cause) return a.cause < b.cause;
-    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
     if (a.severity != b.severity) return a.severity > b.severity;
+    if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
     return a.rule < b.rule;
   });
   out.erase(std::unique(out.begin(), out.end(),

@@ -14,6 +14,7 @@
 
 #include "net/subprocess.h"
 #include "support/fake_process.h"
+#include "support/timing.h"
 
 namespace infdoctor {
 namespace {
@@ -179,6 +180,49 @@ TEST_CASE("history: two runs writing one file at once, then the listing shows bo
   CHECK(missing.exit_code == 3);
   CHECK(missing.err.find("no history file") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("history: scheduled runs whose first request finds the endpoint cold, and runs that find it warm") {
+  // Four runs 2.5 s apart (the scheduler's interval, planted): an endpoint that goes cold after
+  // 1.5 s idle makes every run's first request after the first run pay its 700 ms; one that goes
+  // cold after 60 s never does.
+  for (const double idle_s : {1.5, 60.0}) {
+    CAPTURE(idle_s);
+    auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 40, "decode_ms_per_token": 2, "cold_start": {"idle_s": )" +
+                                   std::to_string(idle_s) + R"(, "penalty_ms": 700}}}})");
+    const std::string dir = "/tmp/infdoctor-history-first-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    nlohmann::json last;
+    for (int run = 0; run < 4; ++run) {
+      if (run > 0) std::this_thread::sleep_for(2500ms);
+      const auto r = infdoctor({"run", "--base-url", server->base_url(), "--model", "m", "--checks", "coldstart",
+                                "--idle-gaps", "0", "--history", dir + "/history.db", "--json", "-"});
+      REQUIRE(r.exit_code != 3);
+      last = nlohmann::json::parse(r.out);
+    }
+    const auto& h = last["history"];
+    CAPTURE(h.dump());
+    REQUIRE(h.contains("first_request_runs_count"));
+    CHECK(h["first_request_runs_count"] == 4);
+    CHECK(h["run_interval_median_s"].get<double>() > 2.5);
+    bool fired = false;
+    for (const auto& f : last["diagnosis"])
+      if (f["rule"] == "history.first_request_cold") {
+        fired = true;
+        CHECK(f["impact_ms"].get<double>() == doctest::Approx(700).epsilon(0.15 * test::kTimingSlack));
+        CHECK(f["severity"] == "warning");
+      }
+    if (idle_s < 2) {
+      CHECK(h["first_request_cold_count"].get<int>() >= 3);
+      CHECK(fired);
+      CHECK(last["exit_code"] == 1);
+    } else {
+      CHECK(h["first_request_cold_count"] == 0);
+      CHECK_FALSE(fired);
+    }
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace infdoctor

@@ -181,4 +181,37 @@ TEST_CASE("history: the endpoint against its own past week") {
   CHECK(first->count("history.ttft_p50_ratio") == 0);
 }
 
+TEST_CASE("history: the first request of each scheduled run, after the interval between runs") {
+  TempDb t;
+  auto h = History::open(t.path);
+  REQUIRE(h.ok());
+  // Runs every 15 minutes; the first request 1.5 s late in two of three earlier runs, 20 ms in one.
+  const auto run = [](const char* when, double first_penalty) {
+    RunRecord r = run_at(when, 300);
+    r.metrics["coldstart.baseline_ttft_p50_ms"] = 300;
+    r.metrics["coldstart.first_request_penalty_ms"] = first_penalty;
+    return r;
+  };
+  REQUIRE((*h)->record(run("2026-12-03T09:15:00.000Z", 1500)).ok());
+  REQUIRE((*h)->record(run("2026-12-03T09:30:00.000Z", 20)).ok());
+  REQUIRE((*h)->record(run("2026-12-03T09:45:00.000Z", 1700)).ok());
+  REQUIRE((*h)->record(run_at("2026-12-03T09:00:00.000Z", 300)).ok());  // a run without the coldstart check
+  const std::map<std::string, double> now = {{"coldstart.baseline_ttft_p50_ms", 310}, {"coldstart.first_request_penalty_ms", 1600}};
+  auto m = (*h)->compare(now, "https://api.example.com/v1", "big", "2026-12-03T10:00:00.000Z");
+  REQUIRE_MESSAGE(m.ok(), m.error().message);
+  CHECK(m->at("history.first_request_runs_count") == 4);
+  CHECK(m->at("history.first_request_cold_count") == 3);
+  CHECK(m->at("history.first_request_cold_share_ratio") == doctest::Approx(0.75));
+  CHECK(m->at("history.first_request_penalty_median_ms") == 1600);  // of the cold ones
+  CHECK(m->at("history.run_interval_median_s") == doctest::Approx(900).epsilon(0.01));
+  // Under the bar: 120 ms on a 300 ms baseline is no cold first request (half the median is 150).
+  auto warm = (*h)->compare({{"coldstart.baseline_ttft_p50_ms", 300}, {"coldstart.first_request_penalty_ms", 120}},
+                            "https://api.example.com/v1", "big", "2026-12-03T10:00:00.000Z");
+  CHECK(warm->at("history.first_request_cold_count") == 2);
+  // Nothing kept and nothing now: no first-request numbers at all.
+  auto none = (*h)->compare({}, "https://other.example.com/v1", "big", "2026-12-03T10:00:00.000Z");
+  CHECK(none->count("history.first_request_runs_count") == 0);
+  CHECK(none->count("history.run_interval_median_s") == 0);
+}
+
 }  // namespace infdoctor::history

@@ -188,6 +188,17 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   CHECK(found[0].share == doctest::Approx(300.0 / 1500));
   CHECK(found[2].share == doctest::Approx(200.0 / 1500));  // the round trip is inside the typical request
   CHECK(found[2].severity == Severity::Info);
+
+  // A note of a cause never hides its warning, however many milliseconds the note counts (the
+  // run's first request against the idle gaps of the coldstart check).
+  const RuleSet cold = load(R"({"family": "coldstart", "rules": [
+    {"id": "coldstart.first", "cause": "cold_start", "severity": "info", "title": "f", "when": "1", "impact_ms": "2400",
+     "confidence": 0.6, "explain": "f"},
+    {"id": "coldstart.gaps", "cause": "cold_start", "severity": "warning", "title": "g", "when": "1", "impact_ms": "1800",
+     "confidence": 0.9, "explain": "g"}]})", report);
+  const auto folded = diagnose(cold, {});
+  REQUIRE(folded.size() == 1);
+  CHECK(folded[0].rule == "coldstart.gaps");
 }
 
 TEST_CASE("templates format by unit") {
