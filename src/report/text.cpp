@@ -6,6 +6,7 @@
 
 #include "checks/registry.h"
 #include "run/workload.h"
+#include "stats/series.h"
 #include "core/strings.h"
 
 namespace infdoctor::report {
@@ -116,6 +117,13 @@ std::string render_text(const run::RunResult& r) {
         r.interrupted_by.c_str());
   out += render_diagnosis(r.diagnosis);
   if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) out += "\n" + priced + "\n";
+  // What the rules could not judge for want of samples is said, not left to silence.
+  if (auto n = r.run_metrics.find("run.series_samples_count");
+      n != r.run_metrics.end() && n->second > 0 && n->second < static_cast<double>(stats::kMinSamples))
+    core::appendf(out,
+                  "Slowdowns over time not judged: the time series has %.0f requests, %zu are needed (the default "
+                  "profile or --soak-minutes sends enough).\n",
+                  n->second, stats::kMinSamples);
   core::appendf(out, "\n");
   // What the preset's endpoint is known to send, and how often it arrived. Results read back
   // from a file may hold anything here: what is not of the expected type counts as absent.

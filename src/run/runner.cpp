@@ -56,8 +56,14 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
 
 // Requests that go into the run's time series: every model request that decoded enough tokens
 // for a time per token and streamed them as they came, except the concurrency check's parallel
-// ones, whose tokens are slower by design (its own rules read them).
-stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks) {
+// ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
+// shape: the target model's time per token less what its context adds (the sweep's slope per
+// 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
+stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
+  double per_context_token_ms = 0;
+  for (const auto& c : checks)
+    if (auto it = c.metrics.find("decode_context_ms_per_1k_tokens"); c.id == "sweep" && it != c.metrics.end())
+      per_context_token_ms = std::max(0.0, it->second) / 1000.0;
   std::vector<stats::SeriesPoint> points;
   for (const auto& c : checks) {
     for (const auto& [s, label] : c.requests) {
@@ -68,7 +74,9 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks)
       if (label.is_object() && label.value("streams", 1) > 1) continue;
       const auto at = core::parse_rfc3339_utc(s.started_at);
       if (!at) continue;
-      points.push_back({*at, s.model, *s.tpot_ms});
+      double tpot = *s.tpot_ms;
+      if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
+      points.push_back({*at, s.model, std::max(0.0, tpot)});
     }
   }
   return stats::read_series(std::move(points));
@@ -101,7 +109,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   // so what it served from cache was the shared chat template or an earlier identical prompt.
   out.run_metrics["run.cached_prompts_count"] = pacer.cached_prompt_count();
   out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
-  const auto series = read_series(out.checks);
+  const auto series = read_series(out.checks, ctx.models().target);
   out.run_metrics["run.series_samples_count"] = static_cast<double>(series.samples);
   if (series.samples > 0) out.run_metrics["run.series_span_s"] = series.span_s;
   if (series.slow_share) {

@@ -66,4 +66,30 @@ TEST_CASE("--workload: the priced reference request takes what the same request 
   }
 }
 
+TEST_CASE("the report says which request it priced, and what it could not judge for want of samples") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 40, "prefill_ms_per_token": 0.02, "decode_ms_per_token": 5}}})");
+  auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--checks",
+                             "baseline,sweep", "--quick", "--workload", "prompt=2000,output=64"},
+                            120s);
+  REQUIRE(r.ok());
+  CAPTURE(r->out);
+  CHECK(r->exit_code == 0);
+  // No concurrency check ran: one stream, and no queue term.
+  CHECK(r->out.find("Priced on a reference request of 2000 prompt and 64 output tokens at 1 stream: ") != std::string::npos);
+  CHECK(r->out.find("waiting for a slot") == std::string::npos);
+  CHECK(r->out.find("ms alone (--workload changes it).") != std::string::npos);
+  // --quick sends too few requests for the time series.
+  CHECK(r->out.find("Slowdowns over time not judged: the time series has ") != std::string::npos);
+  CHECK(r->out.find("20 are needed") != std::string::npos);
+
+  const auto before = server->served().size();
+  const auto bad = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m",
+                                     "--workload", "prompt=lots"},
+                                    30s);
+  REQUIRE(bad.ok());
+  CHECK(bad->exit_code == 64);
+  CHECK(bad->err.find("--workload: prompt must be a whole number") != std::string::npos);
+  CHECK(server->served().size() == before);  // refused before anything is sent
+}
+
 }  // namespace infdoctor

@@ -132,6 +132,15 @@ const std::vector<Cause>& causes() {
          b.target["decode_ms_per_token"] = t;
          return Planted{"the target alone decodes at " + fmt("%.0f", t) + " ms per token", {}, {}};
        }},
+      {"decode_context", "decode_bound", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double share = uniform(rng, 0.1, 0.3);
+         const double v = share * b.target["decode_ms_per_token"].get<double>();
+         b.target["decode_ms_per_1k_context"] = v;
+         return Planted{"decode slows by " + fmt("%.0f", share * 100) + " % (" + fmt("%.1f", v) +
+                            " ms) a token per 1,000 tokens of context",
+                        {}, {}};
+       }},
       {"model_specific", "model_specific", false,
        [](std::mt19937_64& rng, Background& b) {
          const double extra = uniform(rng, 400, 1500);
