@@ -110,7 +110,9 @@ class SweepCheck final : public Check {
           py.push_back(*t);
           here.push_back(*t);
         }
-        if (s->tpot_ms) {
+        // Decode against context only from streams that arrived as generated: clumps time the
+        // intermediary that held them.
+        if (s->tpot_ms && api::arrived_as_generated(*s)) {
           cx.push_back(tokens);
           cy.push_back(*s->tpot_ms);
           tpot_here.push_back(*s->tpot_ms);

@@ -67,6 +67,7 @@ std::optional<ApiError> error_from_json(const json& j) {
       e.message = str_or_empty(*it, "message");
       e.type = str_or_empty(*it, "type");
       e.code = str_or_empty(*it, "code");
+      e.param = str_or_empty(*it, "param");
     } else if (it->is_string()) {
       e.message = it->get<std::string>();
     } else {
@@ -75,17 +76,31 @@ std::optional<ApiError> error_from_json(const json& j) {
     if (e.type.empty()) e.type = str_or_empty(j, "error_type");  // TGI
     return e;
   }
-  if (j.contains("message") && !j.contains("choices")) return ApiError{str_or_empty(j, "message"), {}, {}};
+  if (j.contains("message") && !j.contains("choices")) return ApiError{str_or_empty(j, "message"), {}, {}, {}};
   return std::nullopt;
 }
 
 }  // namespace
 
+std::string refused_parameter(const ApiError& e) {
+  const std::string said = core::lower(e.message + " " + e.code);
+  if (said.find("unsupported") == std::string::npos && said.find("not supported") == std::string::npos &&
+      said.find("does not support") == std::string::npos)
+    return {};
+  for (const char* p : {"max_tokens", "temperature"})
+    if (e.param == p) return p;
+  if (!e.param.empty()) return {};
+  if (said.find("max_tokens") != std::string::npos) return "max_tokens";
+  if (said.find("temperature") != std::string::npos) return "temperature";
+  return {};
+}
+
 std::string build_chat_body(const ChatRequest& r, Flavour f) {
+  const bool renamed = f == Flavour::OpenAI && r.max_completion_tokens;
   json body = {
       {"model", r.model},
       {"messages", json::array({{{"role", "user"}, {"content", r.prompt}}})},
-      {"max_tokens", r.max_tokens},
+      {renamed ? "max_completion_tokens" : "max_tokens", r.max_tokens},
       {"stream", r.stream},
   };
   if (f == Flavour::OpenAI && r.stream && r.include_usage) body["stream_options"] = {{"include_usage", true}};
@@ -174,8 +189,8 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
   }
   json j = json::parse(ev.data, nullptr, false);
   if (ev.event == "error") {
-    ApiError e = j.is_discarded() ? ApiError{ev.data.substr(0, 512), {}, {}}
-                                  : error_from_json(j).value_or(ApiError{ev.data.substr(0, 512), {}, {}});
+    ApiError e = j.is_discarded() ? ApiError{ev.data.substr(0, 512), {}, {}, {}}
+                                  : error_from_json(j).value_or(ApiError{ev.data.substr(0, 512), {}, {}, {}});
     if (!error_) error_ = e;
     return;
   }

@@ -24,6 +24,8 @@ struct ChatRequest {
   bool stream = true;
   bool include_usage = true;               // stream_options.include_usage
   std::optional<double> temperature = 0.0;
+  // OpenAI's newer name of max_tokens, which its reasoning models require (OpenAI flavour only).
+  bool max_completion_tokens = false;
   std::size_t pad_bytes = 0;               // JSON whitespace added to the body (same tokens)
 };
 
@@ -46,7 +48,13 @@ struct ApiError {
   std::string message;
   std::string type;
   std::string code;
+  std::string param;  // the parameter the error is about, where the server names one
 };
+
+// The request parameter a 400 refuses as unsupported, of those a run can do without or rename:
+// "max_tokens" (reasoning models want max_completion_tokens) or "temperature" (they take only the
+// default); empty for any other error.
+std::string refused_parameter(const ApiError& e);
 
 // OpenAI-style `{"error": {"message", "type", "code"}}`; also accepts a bare `{"error": "text"}`
 // and `{"message": ...}` as some servers send. Nothing when the body is not such an object.

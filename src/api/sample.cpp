@@ -69,6 +69,8 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     else if (r.http_status == 400 && (said.find("context_length") != std::string::npos ||
                                       said.find("context length") != std::string::npos))
       s.limit = "context_length";
+    else if (r.http_status == 400 && api_error)
+      s.refused_parameter = refused_parameter(*api_error);
   }
 
   if (stream == nullptr) {
@@ -140,6 +142,11 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   return s;
 }
 
+bool arrived_as_generated(const RequestSample& s) {
+  return s.output_tokens && static_cast<double>(s.content_arrivals) >=
+                                kClumpedBelowArrivalsPerToken * static_cast<double>(*s.output_tokens);
+}
+
 namespace {
 
 // Every field of a sample with its name in results.json and samples.jsonl: the one list both
@@ -153,6 +160,7 @@ void visit_fields(Sample& s, F&& f) {
   f("error_message", s.error_message);
   f("failed_phase", s.failed_phase);
   f("limit", s.limit);
+  f("refused_parameter", s.refused_parameter);
   f("http_status", s.http_status);
   f("http_version", s.http_version);
   f("request_id", s.request_id);

@@ -34,6 +34,9 @@ struct RequestSample {
   // A limit the answer stated, which is a fact about the endpoint and not a failure of it:
   // "body_size" (413) or "context_length" (400 context_length_exceeded). Empty otherwise.
   std::string limit;
+  // A 400 refusing a parameter the run can rename or do without (api::refused_parameter):
+  // "max_tokens" or "temperature". The pacer adapts and sends the request again.
+  std::string refused_parameter;
   long http_status = 0;
   std::string http_version;
   std::string request_id;
@@ -63,6 +66,12 @@ inline constexpr const char* kCheckDeadline = "check_deadline";
 // Whether a sample is a failure of the endpoint: not ok, and neither a stated limit nor cut short
 // by the check's deadline.
 inline bool is_failure(const RequestSample& s) { return !s.ok && s.limit.empty() && s.error != kCheckDeadline; }
+
+// Whether the tokens of a stream arrived as they were generated: at least 0.3 separate arrivals
+// per output token. Below that, something between held the stream and released it in clumps (the
+// buffering rules' bar), and its time per token times the clumps, not the decode.
+inline constexpr double kClumpedBelowArrivalsPerToken = 0.3;
+bool arrived_as_generated(const RequestSample& s);
 
 // Builds the sample of a streamed request (stream != nullptr) or of a non-streamed one.
 RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model,

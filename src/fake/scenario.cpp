@@ -140,6 +140,14 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   r.get("bucket_size", m.bucket_size, 0, 1e6);
   r.get("bucket_per_s", m.bucket_per_s, 0, 1e6);
   r.get("reasoning_tokens", m.reasoning_tokens, 0, 1e6);
+  if (const json* rs = r.child("rejects")) {
+    for (std::size_t i = 0; rs->is_array() && i < rs->size(); ++i) {
+      const json& p = (*rs)[i];
+      if (p == "max_tokens" || p == "temperature") m.rejects.push_back(p.get<std::string>());
+      else r.fail(path + ".rejects[" + std::to_string(i) + "]", "must be \"max_tokens\" or \"temperature\"");
+    }
+    if (!rs->is_array()) r.fail(path + ".rejects", "must be an array");
+  }
   if (const json* fs = r.child("faults")) {
     if (!fs->is_array()) {
       r.fail(path + ".faults", "must be an array");

@@ -84,6 +84,9 @@ struct ModelSpec {
   // visible one; usage counts them in completion_tokens (completion_tokens_details.reasoning_tokens).
   int reasoning_tokens = 0;
   // Scale-to-zero is cold_start with a long idle_s (60 s and more) and a penalty of seconds.
+  // Parameters the model refuses with 400, in OpenAI's words for its reasoning models:
+  // "max_tokens" (it wants max_completion_tokens) and "temperature" (only the default).
+  std::vector<std::string> rejects;
   std::vector<FaultRule> faults;
 };
 

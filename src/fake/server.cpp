@@ -192,8 +192,13 @@ const char* kWords[] = {" the", " quick", " brown", " fox", " jumps", " over", "
                         " then", " it", " rests", " in", " warm", " sun"};
 
 
-std::string error_body(const std::string& message, const std::string& type, const std::string& code) {
-  json j = {{"error", {{"message", message}, {"type", type}, {"code", code.empty() ? json(nullptr) : json(code)}}}};
+std::string error_body(const std::string& message, const std::string& type, const std::string& code,
+                       const std::string& param = "") {
+  json j = {{"error",
+             {{"message", message},
+              {"type", type},
+              {"param", param.empty() ? json(nullptr) : json(param)},
+              {"code", code.empty() ? json(nullptr) : json(code)}}}};
   return j.dump();
 }
 
@@ -498,6 +503,22 @@ struct Server::Impl {
     }
     if (anthropic && !body.contains("max_tokens"))
       return reply_error(400, model, "max_tokens: Field required", "invalid_request_error", "");
+    // A reasoning model's refusals, word for word as OpenAI's.
+    for (const auto& p : spec.rejects) {
+      if (anthropic) break;
+      std::string said, code;
+      if (p == "max_tokens" && body.contains("max_tokens")) {
+        said = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
+        code = "unsupported_parameter";
+      } else if (p == "temperature" && body.contains("temperature") && body["temperature"] != 1) {
+        said = "Unsupported value: 'temperature' does not support " + body["temperature"].dump() +
+               " with this model. Only the default (1) value is supported.";
+        code = "unsupported_value";
+      }
+      if (said.empty()) continue;
+      record(served_entry(model, arrived, 400, rid, req.body().size()), req, body);
+      return write_simple(stream, 400, error_body(said, "invalid_request_error", code, p), keep, headers);
+    }
     if (anthropic && body.contains("stream_options"))  // the Messages API refuses what it does not know
       return reply_error(400, model, "stream_options: Extra inputs are not permitted", "invalid_request_error", "");
     int max_tokens = scenario.default_max_tokens;

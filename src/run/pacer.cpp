@@ -114,8 +114,36 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   // tokens) cannot serve a sweep's prompts, each a prefix of the next, from its cache. The nonce
   // replaces the first word, so a prompt keeps its length in words.
   std::vector<api::ChatRequest> unique = reqs;
-  for (auto& r : unique) r.prompt = with_nonce(r.prompt, nonce_seed_, ++nonces_);
+  for (auto& r : unique) {
+    r.prompt = with_nonce(r.prompt, nonce_seed_, ++nonces_);
+    shape(r);
+  }
   std::vector<api::RequestSample> out = api::run_chats(http_, bounded, unique);
+  // A 400 refusing a parameter the run can rename or leave out (a reasoning model's max_tokens or
+  // temperature): adapt, keep the refusal in the record, and send those requests again, changed.
+  // At most once per parameter, within the budget and the deadline.
+  for (int round = 0; round < 2; ++round) {
+    bool changed = false;
+    for (const auto& s : out) changed = adapt(s) || changed;
+    if (!changed) break;
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (!out[i].ok && adapted_to(out[i].refused_parameter)) again.push_back(i);
+    const auto left_now = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
+    if (again.empty() || static_cast<int>(again.size()) > max_requests_ - spent_ || left_now <= std::chrono::milliseconds(0))
+      break;
+    std::vector<api::ChatRequest> retry;
+    for (const auto i : again) {
+      if (sample_sink_) sample_sink_(out[i], current_check_);
+      shape(unique[i]);
+      retry.push_back(unique[i]);
+    }
+    spent_ += static_cast<int>(again.size());
+    bounded.timeout = std::min(bounded.timeout, left_now);
+    bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
+    auto second = api::run_chats(http_, bounded, retry);
+    for (std::size_t k = 0; k < again.size() && k < second.size(); ++k) out[again[k]] = std::move(second[k]);
+  }
   const auto now_wall = std::chrono::system_clock::now();
   // A timeout the check's deadline set, shorter than the endpoint's own: the run's limit.
   if (bounded.timeout < ep.timeout)
@@ -128,6 +156,25 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   ok_ += static_cast<int>(std::count_if(out.begin(), out.end(), [](const api::RequestSample& s) { return s.ok; }));
   for (const auto& s : out) after(ep, s, now_wall);
   return out;
+}
+
+bool Pacer::adapted_to(const std::string& parameter) const {
+  return !parameter.empty() && std::any_of(adaptations_.begin(), adaptations_.end(),
+                                           [&](const Adaptation& a) { return a.parameter == parameter; });
+}
+
+bool Pacer::adapt(const api::RequestSample& s) {
+  if (s.ok || s.refused_parameter.empty() || adapted_to(s.refused_parameter)) return false;
+  const std::string change = s.refused_parameter == "max_tokens" ? "renamed to max_completion_tokens"
+                                                                 : "left out: the model takes only its default";
+  adaptations_.push_back({s.refused_parameter, change, s.error_message});
+  if (progress_) progress_("the endpoint refused " + s.refused_parameter + ": " + change + " from here on");
+  return true;
+}
+
+void Pacer::shape(api::ChatRequest& r) const {
+  if (adapted_to("max_tokens")) r.max_completion_tokens = true;
+  if (adapted_to("temperature")) r.temperature.reset();
 }
 
 void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {

@@ -24,6 +24,13 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
 // a prompt that does not start with a word gets the nonce in front.
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n);
 
+// A change the run made to its requests because the endpoint refused them as they were.
+struct Adaptation {
+  std::string parameter;     // "max_tokens", "temperature"
+  std::string change;        // "renamed to max_completion_tokens", "left out: the model takes only its default"
+  std::string provider_said; // the refusal's message
+};
+
 class Pacer final : public checks::ModelPort {
  public:
   Pacer(core::Clock& clock, int max_requests) : clock_(clock), max_requests_(max_requests) {}
@@ -58,8 +65,15 @@ class Pacer final : public checks::ModelPort {
   // (HTTP 5xx) among them.
   const std::map<std::string, int>& failures_by_token() const { return failures_; }
   int server_error_count() const { return server_errors_; }
+  // What the run changed in its requests after a 400 refused a parameter (api::refused_parameter),
+  // once per parameter; every request after it goes out changed.
+  const std::vector<Adaptation>& adaptations() const { return adaptations_; }
 
  private:
+  // Adapts to the refusal in `s` if it names a parameter not yet adapted to; true if it did.
+  bool adapt(const api::RequestSample& s);
+  void shape(api::ChatRequest& r) const;
+  bool adapted_to(const std::string& parameter) const;
   void after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall);
 
   core::Clock& clock_;
@@ -77,6 +91,7 @@ class Pacer final : public checks::ModelPort {
   std::map<std::string, int> failures_;
   int server_errors_ = 0;
   int cached_prompts_ = 0;
+  std::vector<Adaptation> adaptations_;
   std::uint64_t nonce_seed_ = std::random_device{}();
   std::uint64_t nonces_ = 0;
   int ok_ = 0;

@@ -70,7 +70,7 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks,
       if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
       // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
       // decode: its time per token is left out, as the buffering rules read it.
-      if (static_cast<double>(s.content_arrivals) < 0.3 * static_cast<double>(*s.output_tokens)) continue;
+      if (!api::arrived_as_generated(s)) continue;
       if (label.is_object() && label.value("streams", 1) > 1) continue;
       const auto at = core::parse_rfc3339_utc(s.started_at);
       if (!at) continue;
@@ -121,6 +121,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
     out.run_metrics["run.slow_tpot_excess_ms_per_token"] = *series.slow_excess_ms_per_token;
   if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
+  out.adaptations = pacer.adaptations();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
   out.unreachable = pacer.unreachable();
@@ -155,6 +156,9 @@ nlohmann::json to_json(const RunResult& r) {
   for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
   nlohmann::json history = nlohmann::json::object();
   for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
+  nlohmann::json adaptations = nlohmann::json::array();
+  for (const auto& a : r.adaptations)
+    adaptations.push_back({{"parameter", a.parameter}, {"change", a.change}, {"provider_said", a.provider_said}});
   return {{"schema", "infdoctor.results/1"},
           {"infdoctor_version", core::kVersion},
           {"exit_code", exit_code(r)},
@@ -171,9 +175,17 @@ nlohmann::json to_json(const RunResult& r) {
           {"partial", !r.interrupted_by.empty()},
           {"history", history},
           {"preset", r.preset},
+          {"adaptations", adaptations},
           {"interrupted_by", core::text_or_null(r.interrupted_by)},
           {"unreachable", core::text_or_null(r.unreachable)},
           {"checks", checks}};
+}
+
+std::string describe_adaptations(const std::vector<Adaptation>& adaptations) {
+  std::string out;
+  for (const auto& a : adaptations)
+    out += "Adapted to the endpoint: " + a.parameter + " " + a.change + " (it said: " + a.provider_said + ").\n";
+  return out;
 }
 
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
@@ -383,6 +395,11 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
     if (auto p = j.find("preset"); p != j.end() && p->is_object()) r.preset = *p;
+    if (auto a = j.find("adaptations"); a != j.end() && a->is_array())
+      for (const auto& e : *a)
+        if (e.is_object())
+          r.adaptations.push_back({e.value("parameter", std::string()), e.value("change", std::string()),
+                                   e.value("provider_said", std::string())});
     if (auto h = j.find("history"); h != j.end() && h->is_object())
       for (const auto& [k, v] : h->items())
         if (v.is_number()) r.history_metrics["history." + k] = v.get<double>();

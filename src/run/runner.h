@@ -30,7 +30,13 @@ struct RunResult {
   // With --preset: {"name", "requests", "signals": [{"signal", "seen_in"}]} (preset_signals).
   nlohmann::json preset;
   checks::Models models;  // the target model and the small one, as asked ("" when not)
+  // What the run changed in its requests because the endpoint refused them (Pacer::adaptations).
+  std::vector<Adaptation> adaptations;
 };
+
+// "Adapted to the endpoint: max_tokens renamed to max_completion_tokens (it said: ...)"; one line
+// per adaptation, empty without any.
+std::string describe_adaptations(const std::vector<Adaptation>& adaptations);
 
 // How many of the run's model requests carried each signal the preset expects.
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r);

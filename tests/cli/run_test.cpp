@@ -49,6 +49,34 @@ TEST_CASE("run --quick: every check of the checklist against a healthy provider 
   CHECK(r.err.find("plan: at most") != std::string::npos);
 }
 
+TEST_CASE("run: a reasoning model that refuses max_tokens and temperature is adapted to once, and the run completes") {
+  auto server = test::start_fake(
+      R"({"models": {"o": {"overhead_ms": 30, "decode_ms_per_token": 3, "rejects": ["max_tokens", "temperature"]}}})");
+  auto r = run({"--base-url", server->base_url(), "--model", "o", "--checks", "baseline,sweep", "--quick", "--json", "-"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["checks"]["baseline"]["status"] == "ok");
+  CHECK(j["checks"]["sweep"]["status"] == "ok");
+  CHECK(j["run"]["metrics"]["failed_count"] == 0);
+  REQUIRE(j["adaptations"].size() == 2);
+  CHECK(j["adaptations"][0]["parameter"] == "max_tokens");
+  CHECK(j["adaptations"][0]["change"] == "renamed to max_completion_tokens");
+  CHECK(j["adaptations"][0]["provider_said"].get<std::string>().find("Use 'max_completion_tokens' instead") != std::string::npos);
+  CHECK(j["adaptations"][1]["parameter"] == "temperature");
+  // Two refusals, one for each parameter; every other request went out changed and got through.
+  int refused = 0;
+  for (const auto& s : server->served()) refused += s.status == 400;
+  CHECK(refused == 2);
+  CHECK(r.err.find("the endpoint refused max_tokens: renamed to max_completion_tokens from here on") != std::string::npos);
+
+  // The report says so in words.
+  auto text = run({"--base-url", server->base_url(), "--model", "o", "--checks", "baseline", "--quick"});
+  CHECK(text.out.find("Adapted to the endpoint: max_tokens renamed to max_completion_tokens (it said: HTTP 400: "
+                      "Unsupported parameter: 'max_tokens'") != std::string::npos);
+  CHECK(text.out.find("Adapted to the endpoint: temperature left out: the model takes only its default") != std::string::npos);
+}
+
 TEST_CASE("run --max-requests is never exceeded") {
   auto server = test::start_fake(kHealthy);
   const auto r = run({"--base-url", server->base_url(), "--model", "big", "--checks", "baseline,sweep,concurrency",

@@ -107,6 +107,40 @@ TEST_CASE("error bodies of the common servers") {
   auto openai = parse_error_body(cases[0].body);
   CHECK(openai->type == "rate_limit_error");
   CHECK(openai->code == "rate_limit_exceeded");
+  CHECK(openai->param.empty());
+}
+
+TEST_CASE("refused_parameter: a reasoning model's refusals, by param or by message, and nothing else") {
+  const auto refused = [](const char* body) { return refused_parameter(*parse_error_body(body)); };
+  CHECK(refused(R"({"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}})") ==
+        "max_tokens");
+  CHECK(refused(R"({"error":{"message":"Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.","type":"invalid_request_error","param":"temperature","code":"unsupported_value"}})") ==
+        "temperature");
+  // A gateway that passes the message on without param.
+  CHECK(refused(R"({"error":{"message":"temperature is not supported for this model"}})") == "temperature");
+  CHECK(refused(R"({"error":"Unsupported parameter: max_tokens"})") == "max_tokens");
+  // Other parameters, and other 400s, are not the run's to adapt to.
+  CHECK(refused(R"({"error":{"message":"Unsupported parameter: 'top_p'","param":"top_p","code":"unsupported_parameter"}})").empty());
+  CHECK(refused(R"({"error":{"message":"max_tokens must be at least 1","param":"max_tokens","code":"invalid_value"}})").empty());
+  CHECK(refused(R"({"error":{"message":"This model's maximum context length is 4096 tokens"}})").empty());
+}
+
+TEST_CASE("build_chat_body: max_completion_tokens instead of max_tokens, and no temperature, when asked") {
+  ChatRequest r;
+  r.model = "o";
+  r.prompt = "hi";
+  r.max_tokens = 7;
+  auto j = nlohmann::json::parse(build_chat_body(r));
+  CHECK(j["max_tokens"] == 7);
+  CHECK(j["temperature"] == 0);
+  r.max_completion_tokens = true;
+  r.temperature.reset();
+  j = nlohmann::json::parse(build_chat_body(r));
+  CHECK(j["max_completion_tokens"] == 7);
+  CHECK_FALSE(j.contains("max_tokens"));
+  CHECK_FALSE(j.contains("temperature"));
+  // The Messages API has one name only.
+  CHECK(nlohmann::json::parse(build_chat_body(r, Flavour::Anthropic))["max_tokens"] == 7);
 }
 
 TEST_CASE("non-streamed response") {

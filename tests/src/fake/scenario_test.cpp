@@ -46,6 +46,9 @@ TEST_CASE("scenario errors name the place") {
        "scenario.models.m.bucket_size: needs bucket_per_s"},
       {"tail factor below one", R"({"models": {"m": {"tail_factor": 0.5}}})",
        "scenario.models.m.tail_factor: must lie in"},
+      {"a refusal the fake cannot make", R"({"models": {"m": {"rejects": ["max_tokens", "top_p"]}}})",
+       "scenario.models.m.rejects[1]: must be \"max_tokens\" or \"temperature\""},
+      {"refusals not a list", R"({"models": {"m": {"rejects": "temperature"}}})", "scenario.models.m.rejects: must be an array"},
   };
   for (const auto& c : cases) {
     SUBCASE(c.name) {
