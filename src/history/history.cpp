@@ -61,9 +61,9 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 // A cold-start penalty this large is one; the coldstart rules use the same floor.
 constexpr double kColdPenaltyMs = 200;
 
-// A run's first request was cold when it waited over 100 ms and over half the back-to-back median
-// more than that median: the coldstart.first_request rule's bar, without the spread, which is
-// not kept.
+// A run's first request was cold when its first token came later than the back-to-back median
+// by over 100 ms and over half that median: the coldstart.first_request rule's bar, without the
+// spread, which is not kept.
 bool first_request_cold(double penalty_ms, double baseline_ms) {
   return penalty_ms > 100 && penalty_ms > 0.5 * baseline_ms;
 }
