@@ -410,9 +410,10 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
             out.end());
   sort_findings(out);
   // Shares of one whole, so that a run's shares add up to at most 100 %. A typical request's
-  // end-to-end time (the workload's reference request, else the baseline's median) already holds what network, prefill, decode, the model or
-  // buffering cost; a cold start, a rate limit, queueing behind other requests, a fresh
-  // connection's DNS and TLS, a large body or a noisy neighbour come on top of it. The whole is
+  // end-to-end time (the workload's reference request, else the baseline's median) already holds
+  // what network, prefill, decode, the model or buffering cost; a cold start, a rate limit,
+  // queueing behind other requests, a fresh connection's DNS and TLS, a large body or a noisy
+  // neighbour come on top of it. The whole is
   // the typical request plus everything on top. Causes inside the typical request can explain the
   // same milliseconds (a slow target model is slow decode): in rank order each takes what is left
   // of the typical request, never more. Without a baseline, the whole is what the findings

@@ -106,8 +106,11 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   if (left <= std::chrono::milliseconds(0))
     return core::make_error(ErrorCode::DeadlineExceeded, "the check's deadline came first");
   api::Endpoint bounded = ep;
-  bounded.timeout = std::min(bounded.timeout, left);
-  bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
+  const auto bound_to = [&](std::chrono::milliseconds until_deadline) {
+    bounded.timeout = std::min(bounded.timeout, until_deadline);
+    bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
+  };
+  bound_to(left);
   spent_ += n;
   // Every prompt begins with a word no other prompt has, so no two share a prefix: an engine that
   // caches prefixes (llama.cpp's cache_prompt, vLLM's and SGLang's block caches, OpenAI from 1,024
@@ -139,8 +142,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
       retry.push_back(unique[i]);
     }
     spent_ += static_cast<int>(again.size());
-    bounded.timeout = std::min(bounded.timeout, left_now);
-    bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
+    bound_to(left_now);
     auto second = api::run_chats(http_, bounded, retry);
     for (std::size_t k = 0; k < again.size() && k < second.size(); ++k) out[again[k]] = std::move(second[k]);
   }

@@ -24,8 +24,8 @@ std::optional<double> metric(const std::vector<checks::CheckResult>& checks, con
   return std::nullopt;
 }
 
-// The concurrency check's mean wait at the level nearest `streams` (the lower one on a tie): 0 at
-// one stream, where nobody waits.
+// The concurrency check's mean wait at the level nearest `streams` (the lower one on a tie); at
+// one stream nobody waits, and the level reads its own spread (mean over median), near 0.
 std::optional<double> queue_wait_at(const std::vector<checks::CheckResult>& checks, int streams) {
   for (const auto& c : checks) {
     if (c.id != "concurrency" || !c.details.contains("levels")) continue;
