@@ -4,10 +4,14 @@
 //    max_tokens=1; TTFT (without connection setup) fitted against body megabytes (Theil-Sen).
 //  - streamed against non-streamed: the same request both ways, end-to-end; and the bytes the
 //    stream spends per output token (framing and JSON overhead).
-// Cannot tell: upload bandwidth from server-side parsing (both are in the slope); compression a
-// proxy may apply.
+//  - compression: the same stream with the SDKs' Accept-Encoding (gzip, deflate) and without
+//    any; whether the answer came compressed, and when its first token and its clumps arrived.
+//    A compressing proxy that waits for its buffer to fill holds the first token back.
+// Cannot tell: upload bandwidth from server-side parsing (both are in the slope); which of
+// several hops compressed (the headers name the last).
 // Emits: serialization.{upload_parse_ms_per_mb (or upload_parse_noise_ms_per_mb),upload_parse_overhead_ms,upload_parse_fit_r2_ratio,
-// stream_total_p50_ms,nonstream_total_p50_ms,stream_overhead_ms,stream_token_bytes}.
+// stream_total_p50_ms,nonstream_total_p50_ms,stream_overhead_ms,stream_token_bytes,compressed_ratio,
+// compressed_ttft_p50_ms,identity_ttft_p50_ms,compression_held_ms,...}.
 #include <algorithm>
 
 #include "checks/check.h"
@@ -35,6 +39,17 @@ const CheckInfo kInfo{
      {"serialization.nonstream_total_p50_ms", "ms", "not streamed: median end-to-end"},
      {"serialization.stream_overhead_ms", "ms", "streamed minus non-streamed end-to-end, the fastest of each"},
      {"serialization.stream_token_bytes", "bytes", "response bytes per streamed output token"},
+     {"serialization.compressed_ratio", "ratio",
+      "streams asked for with the SDKs' Accept-Encoding (gzip, deflate) that came compressed (Content-Encoding)"},
+     {"serialization.compressed_ttft_p50_ms", "ms", "streamed with the SDKs' Accept-Encoding: median time to first token"},
+     {"serialization.identity_ttft_p50_ms", "ms", "the same stream without Accept-Encoding: median time to first token"},
+     {"serialization.identity_tpot_p50_ms", "ms", "without Accept-Encoding: median time per output token"},
+     {"serialization.compressed_arrivals_per_token_ratio", "ratio",
+      "with the SDKs' Accept-Encoding: distinct moments content arrived, per output token"},
+     {"serialization.identity_arrivals_per_token_ratio", "ratio",
+      "without Accept-Encoding: distinct moments content arrived, per output token"},
+     {"serialization.compression_held_ms", "ms",
+      "how much later the first token came with the SDKs' Accept-Encoding than without (medians)"},
      {"serialization.samples_count", "count", "padded requests that succeeded"},
      {"serialization.failures_count", "count", "failed requests"}},
     {{"upload_parse_ms_per_mb",
@@ -42,6 +57,26 @@ const CheckInfo kInfo{
      {"upload_parse_noise_ms_per_mb", "body cost not measurable (under {upload_parse_noise_ms_per_mb}), stream vs whole "
                                       "{stream_overhead_ms}, {stream_token_bytes} per token"},
      {nullptr, "body -, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}}};
+
+// The streams of one Accept-Encoding: when their first token came, how they arrived, and how many
+// answers named a Content-Encoding.
+struct Encoded {
+  std::vector<double> ttft, tpot, arrivals_per_token;
+  int count = 0, encoded = 0;
+
+  void add(const api::RequestSample& s) {
+    ++count;
+    if (auto it = s.headers.find("content-encoding"); it != s.headers.end() && it->second != "identity") ++encoded;
+    if (auto t = server_ttft_ms(s)) ttft.push_back(*t);
+    if (s.tpot_ms) tpot.push_back(*s.tpot_ms);
+    if (s.output_tokens && *s.output_tokens > 0)
+      arrivals_per_token.push_back(static_cast<double>(s.content_arrivals) / static_cast<double>(*s.output_tokens));
+  }
+  void emit(CheckResult& out, const std::string& prefix) const {
+    if (auto v = stats::median(ttft)) out.set(prefix + "_ttft_p50_ms", *v);
+    if (auto v = stats::median(arrivals_per_token)) out.set(prefix + "_arrivals_per_token_ratio", *v);
+  }
+};
 
 class SerializationCheck final : public Check {
  public:
@@ -58,6 +93,7 @@ class SerializationCheck final : public Check {
                        "target", prompt_tokens_, 1});
     }
     steps.push_back({"streamed response", repeats_, "target", prompt_tokens_, max_tokens_});
+    steps.push_back({"the same streamed without Accept-Encoding", repeats_, "target", prompt_tokens_, max_tokens_});
     Step whole{"the same, not streamed", repeats_, "target", prompt_tokens_, max_tokens_};
     whole.stream = false;
     steps.push_back(whole);
@@ -118,21 +154,40 @@ class SerializationCheck final : public Check {
       out.set("upload_parse_fit_r2_ratio", f->r2);
     }
 
-    // The same output streamed and not, alternating.
+    // The same output streamed and not, and streamed without Accept-Encoding, alternating.
+    struct Variant {
+      const char* what;
+      bool stream;
+      const char* accept_encoding;
+    };
+    const Variant variants[] = {{"streamed", true, api::kSdkAcceptEncoding},
+                                {"non-streamed", false, api::kSdkAcceptEncoding},
+                                {"streamed without Accept-Encoding", true, ""}};
     std::vector<double> streamed, whole, bytes_per_token;
+    Encoded compressed, identity;
     for (int rep = 0; rep < repeats_; ++rep) {
-      for (const bool stream : {true, false}) {
-        ctx.progress(std::string("serialization: ") + (stream ? "streamed" : "non-streamed") + " response");
+      for (const Variant& v : variants) {
+        ctx.progress(std::string("serialization: ") + v.what + " response");
         api::ChatRequest req = base;
         req.max_tokens = max_tokens_;
-        req.stream = stream;
-        auto s = loop.send(req, {{"stream", stream}});
+        req.stream = v.stream;
+        req.accept_encoding = v.accept_encoding;
+        auto s = loop.send(req, {{"stream", v.stream}, {"accept_encoding", v.accept_encoding}});
         if (!s || !s->ok) continue;
-        if (auto t = server_total_ms(*s)) (stream ? streamed : whole).push_back(*t);
-        if (stream && s->output_tokens && *s->output_tokens > 0)
+        if (v.stream) (*v.accept_encoding ? compressed : identity).add(*s);
+        if (!*v.accept_encoding) continue;
+        if (auto t = server_total_ms(*s)) (v.stream ? streamed : whole).push_back(*t);
+        if (v.stream && s->output_tokens && *s->output_tokens > 0)
           bytes_per_token.push_back(static_cast<double>(s->bytes_received) / static_cast<double>(*s->output_tokens));
       }
     }
+    if (compressed.count > 0) out.set("compressed_ratio", static_cast<double>(compressed.encoded) / compressed.count);
+    compressed.emit(out, "compressed");
+    identity.emit(out, "identity");
+    // Time per token only where the stream came as generated: a held one's is its clumps'.
+    if (auto v = stats::median(identity.tpot)) out.set("identity_tpot_p50_ms", *v);
+    if (auto c = stats::median(compressed.ttft), i = stats::median(identity.ttft); c && i)
+      out.set("compression_held_ms", *c - *i);
     const auto sm = stats::median(streamed), wm = stats::median(whole);
     if (sm) out.set("stream_total_p50_ms", *sm);
     if (wm) out.set("nonstream_total_p50_ms", *wm);

@@ -17,6 +17,10 @@
 
 namespace infdoctor::api {
 
+// The Accept-Encoding the OpenAI and Anthropic SDKs send (httpx's default in Python, node-fetch's
+// in Node): a proxy that compresses answers compresses theirs, and so infdoctor's.
+inline constexpr const char* kSdkAcceptEncoding = "gzip, deflate";
+
 struct ChatRequest {
   std::string model;
   std::string prompt;
@@ -27,6 +31,7 @@ struct ChatRequest {
   // OpenAI's newer name of max_tokens, which its reasoning models require (OpenAI flavour only).
   bool max_completion_tokens = false;
   std::size_t pad_bytes = 0;               // JSON whitespace added to the body (same tokens)
+  std::string accept_encoding = kSdkAcceptEncoding;  // empty: none sent, the answer uncompressed
 };
 
 // The request body in the endpoint's flavour (Anthropic: no stream_options, usage comes anyway).

@@ -289,7 +289,8 @@ void setup(Transfer& t, SocketLedger& ledger) {
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // phase timers add up over redirects
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, nullptr);  // no compression: byte counts are wire counts
+  // Byte counts stay wire counts when the answer is compressed: libcurl counts before it decodes.
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, r.accept_encoding.empty() ? nullptr : r.accept_encoding.c_str());
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "infdoctor/0.1");
   if (r.fresh_connection) {
@@ -450,11 +451,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
 }
 
 bool is_kept_header(std::string_view n) {
-  static constexpr std::array<std::string_view, 23> kKept = {
+  static constexpr std::array<std::string_view, 24> kKept = {
       "x-request-id", "request-id", "x-amzn-requestid", "apim-request-id", "cf-ray",
       "openai-processing-ms", "openai-model", "server-timing", "x-compute-time", "x-compute-type",
       "x-queue-time", "x-inference-time", "x-time-per-token", "x-prompt-tokens", "x-generated-tokens",
-      "x-envoy-upstream-service-time", "retry-after", "retry-after-ms", "content-type", "server", "via", "x-cache", "age"};
+      "x-envoy-upstream-service-time", "retry-after", "retry-after-ms", "content-type", "content-encoding", "server", "via", "x-cache", "age"};
   if (std::find(kKept.begin(), kKept.end(), n) != kKept.end()) return true;
   return n.rfind("x-ratelimit-", 0) == 0 || n.rfind("anthropic-ratelimit-", 0) == 0;
 }

@@ -43,6 +43,9 @@ struct Request {
   // curl's --proxy: unset, libcurl's own choice from http_proxy/https_proxy/no_proxy; "" none.
   std::optional<std::string> proxy;
   bool fresh_connection = false;     // no reuse: connect and TLS are measured
+  // The Accept-Encoding sent, e.g. "gzip, deflate"; libcurl then decodes what comes. Empty: none
+  // sent, so no server or proxy compresses the answer.
+  std::string accept_encoding;
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds connect_timeout{10000};
   std::size_t max_body_bytes = 8u << 20;  // cap on a body kept in Response::body

@@ -273,7 +273,7 @@ const std::vector<std::string>& scopes() {
 
 std::string cause_and_scope(const Finding& f) {
   for (const auto& [name, where] : kScopes)
-    if (f.scope == name) return cause_label(f) + " " + where;
+    if (f.scope == name) return cause_label(f) + " " + where + (f.where.empty() ? "" : " (" + f.where + ")");
   return cause_label(f);
 }
 
@@ -458,6 +458,7 @@ nlohmann::json to_json(const Finding& f) {
   return {{"rule", f.rule},
           {"cause", core::text_or_null(f.cause)},
           {"scope", core::text_or_null(f.scope)},
+          {"where", core::text_or_null(f.where)},
           {"severity", severity_name(f.severity)},
           {"impact_ms", f.impact_ms},
           {"share", f.share},
@@ -476,6 +477,7 @@ std::optional<Finding> finding_from_json(const nlohmann::json& j) {
     f.rule = j.at("rule").get<std::string>();
     f.cause = j.at("cause").is_string() ? j.at("cause").get<std::string>() : "";
     if (auto it = j.find("scope"); it != j.end() && it->is_string()) f.scope = it->get<std::string>();  // absent before scopes
+    if (auto it = j.find("where"); it != j.end() && it->is_string()) f.where = it->get<std::string>();
     const std::string sev = j.at("severity").get<std::string>();
     f.severity = core::value_of(kSeverityNames, sev).value_or(Severity::Info);
     f.impact_ms = j.at("impact_ms").get<double>();

@@ -83,6 +83,9 @@ struct Finding {
   std::string rule;
   std::string cause;
   std::string scope;  // empty for a finding without a cause
+  // What the answers' own headers name at that place ("server nginx/1.22.1; content-encoding
+  // gzip"), for an intermediary; empty when they name nothing.
+  std::string where;
   Severity severity = Severity::Info;
   double impact_ms = 0;
   double share = 0;        // of the reference request and what comes on top of it, 0..1
@@ -107,7 +110,8 @@ std::string format_metric(const std::string& name, double value);
 // The cause as reports print it: the taxonomy's name, "limit" for a violated --slo, else the rule's
 // family (errors.failed_requests: "errors").
 std::string cause_label(const Finding& f);
-// The cause and where it sits, as reports print them: "decode_bound at the target model".
+// The cause and where it sits, as reports print them: "decode_bound at the target model", and
+// "buffering at an intermediary (server nginx/1.22.1)" when the headers name it.
 std::string cause_and_scope(const Finding& f);
 
 nlohmann::json to_json(const Finding& f);

@@ -188,6 +188,22 @@ std::string describe_adaptations(const std::vector<Adaptation>& adaptations) {
   return out;
 }
 
+std::string describe_requests(const RunResult& r) {
+  std::map<std::string, int> versions;
+  for (const auto& c : r.checks)
+    for (const auto& ls : c.requests)
+      if (!ls.sample.http_version.empty()) ++versions[ls.sample.http_version];
+  if (versions.empty()) return {};
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [v, n] : versions) by_count.emplace_back(n, v);
+  std::sort(by_count.rbegin(), by_count.rend());
+  std::vector<std::string> parts;
+  for (const auto& [n, v] : by_count) parts.push_back(std::to_string(n) + " over HTTP/" + v);
+  return "Model requests went out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) +
+         ", as the OpenAI and Anthropic SDKs send it (the serialization check also streams without it), and were answered " +
+         core::join(parts, ", ") + ".\n";
+}
+
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
   int requests = 0;
   std::vector<int> seen(preset.signals.size(), 0);
@@ -352,6 +368,23 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
 }
 
 void rank(std::vector<rules::Finding>& findings) { rules::sort_findings(findings); }
+
+void name_intermediaries(RunResult& r) {
+  constexpr std::size_t kPerHeader = 2;
+  std::string where;
+  for (const char* name : {"server", "via", "content-encoding"}) {
+    std::vector<std::string> seen;
+    for (const auto& c : r.checks)
+      for (const auto& ls : c.requests)
+        if (auto it = ls.sample.headers.find(name); it != ls.sample.headers.end() && seen.size() < kPerHeader &&
+                                                     std::find(seen.begin(), seen.end(), it->second) == seen.end())
+          seen.push_back(it->second);
+    if (seen.empty()) continue;
+    where += (where.empty() ? "" : "; ") + std::string(name) + " " + core::join(seen, ", ");
+  }
+  for (auto& f : r.diagnosis)
+    if (f.scope == "intermediary") f.where = where;
+}
 
 int exit_code(const RunResult& r) {
   const bool any_ok = std::any_of(r.checks.begin(), r.checks.end(),

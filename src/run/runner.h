@@ -37,6 +37,9 @@ struct RunResult {
 // "Adapted to the endpoint: max_tokens renamed to max_completion_tokens (it said: ...)"; one line
 // per adaptation, empty without any.
 std::string describe_adaptations(const std::vector<Adaptation>& adaptations);
+// How the model requests went out: the headers that change what intermediaries do with them, and
+// the HTTP versions they were answered in ("41 over HTTP/2, 2 over HTTP/1.1"). Empty without any.
+std::string describe_requests(const RunResult& r);
 
 // How many of the run's model requests carried each signal the preset expects.
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r);
@@ -86,6 +89,9 @@ core::Result<std::vector<Slo>> parse_slos(const std::string& text);
 std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::map<std::string, double>& metrics,
                                        std::vector<std::string>& unmeasured);
 void rank(std::vector<rules::Finding>& findings);
+// Names the place of the findings at an intermediary by what the run's answers said of it: their
+// Server, Via and Content-Encoding headers, each distinct value up to two of a header.
+void name_intermediaries(RunResult& r);
 
 // core/exit_code.h: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing
 // measured, the model unreachable, or interrupted).

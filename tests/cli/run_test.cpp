@@ -125,8 +125,9 @@ TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing"
   CHECK(r.out.find("(stream: false)") != std::string::npos);
   CHECK(r.out.find("small") != std::string::npos);
   // The total is the sum of the rows: quick = coldstart 5 (and the longest gap again, if it alone
-  // was cold) + baseline 3+3 + sweep 6 + serialization 5 + concurrency 15.
-  CHECK(r.out.find("total: at most 38 model requests") != std::string::npos);
+  // was cold) + baseline 3+3 + sweep 6 + serialization 6 (3 bodies, streamed with and without
+  // Accept-Encoding, not streamed) + concurrency 15.
+  CHECK(r.out.find("total: at most 39 model requests") != std::string::npos);
 
   SUBCASE("without --model the model checks say they would be skipped") {
     const auto n = run({"--base-url", server->base_url(), "--dry-run"});

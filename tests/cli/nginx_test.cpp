@@ -1,0 +1,117 @@
+// `infdoctor run` through a real nginx in front of the fake provider: what the proxy users have
+// does to a stream (gzip), to a large request (client_max_body_size) and to TLS.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/nginx.h"
+
+namespace infdoctor {
+namespace {
+
+using namespace std::chrono_literals;
+
+// 10 ms a token: the serialization check's 16 tokens (--quick) take 150 ms after the first.
+const char* kEngine = R"({"models": {"big": {"overhead_ms": 40, "decode_ms_per_token": 10}}})";
+
+nlohmann::json run_json(const std::string& base_url, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {test::infdoctor_bin(), "run", "--base-url", base_url, "--model", "big",
+                                   "--quick", "--json", "-"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = net::run_command(argv, 120s);
+  REQUIRE(r.ok());
+  CAPTURE(r->err);
+  REQUIRE_FALSE(r->timed_out);
+  return nlohmann::json::parse(r->out);
+}
+
+std::string upstream(const fake::Server& s) { return s.host() + ":" + std::to_string(s.port()); }
+
+const nlohmann::json* finding(const nlohmann::json& j, const std::string& rule) {
+  for (const auto& f : j["diagnosis"])
+    if (f["rule"] == rule) return &f;
+  return nullptr;
+}
+
+std::string rules_fired(const nlohmann::json& j) {
+  std::string out;
+  for (const auto& f : j["diagnosis"]) out += f["rule"].get<std::string>() + " (" + f["severity"].get<std::string>() + ") ";
+  return out;
+}
+
+const char* kGzipStreams = "gzip on; gzip_types text/event-stream application/json; client_max_body_size 8m;";
+
+}  // namespace
+
+TEST_CASE("nginx with gzip on for event streams: the stream held back is buffering at the intermediary, by compression, nginx named") {
+  auto server = test::start_fake(kEngine);
+  test::Nginx nginx({.upstream = upstream(*server), .server = kGzipStreams});
+  const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
+  CAPTURE(rules_fired(j));
+  const auto& m = j["checks"]["serialization"]["metrics"];
+  CHECK(m["compressed_ratio"].get<double>() == 1.0);
+  CHECK(m["identity_arrivals_per_token_ratio"].get<double>() > 0.8);
+  CHECK(m["compressed_arrivals_per_token_ratio"].get<double>() < 0.2);
+  const auto* f = finding(j, "buffering.compression");
+  REQUIRE(f != nullptr);
+  CHECK((*f)["cause"] == "buffering");
+  CHECK((*f)["scope"] == "intermediary");
+  CHECK((*f)["severity"] == "warning");
+  CHECK((*f)["where"].get<std::string>().find("server nginx/") != std::string::npos);
+  CHECK((*f)["where"].get<std::string>().find("content-encoding gzip") != std::string::npos);
+  // nginx holds the 16-token stream to its end: the first token waits for the other 15.
+  CHECK((*f)["impact_ms"].get<double>() == doctest::Approx(150).epsilon(0.3));
+  // The baseline's streams were held too (they accept gzip, as the SDKs do): the compression rule
+  // speaks for them, and it is the only finding of its cause.
+  CHECK(j["checks"]["baseline"]["metrics"]["arrivals_per_token_ratio"].get<double>() < 0.3);
+  CHECK(finding(j, "buffering.clumped_stream") == nullptr);
+}
+
+TEST_CASE("nginx without gzip, or with gzip and proxy_buffering off, passes the stream as it comes: no finding") {
+  auto server = test::start_fake(kEngine);
+  struct Case {
+    const char* name;
+    test::NginxOptions options;
+    double compressed;
+  };
+  const Case cases[] = {
+      {"gzip off", {.upstream = upstream(*server), .server = "gzip off; client_max_body_size 8m;"}, 0.0},
+      {"gzip on, proxy_buffering off",
+       {.upstream = upstream(*server), .location = "proxy_buffering off;", .server = kGzipStreams}, 1.0},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    test::Nginx nginx(c.options);
+    const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
+    CAPTURE(rules_fired(j));
+    const auto& m = j["checks"]["serialization"]["metrics"];
+    CHECK(m["compressed_ratio"].get<double>() == c.compressed);
+    CHECK(m["compressed_arrivals_per_token_ratio"].get<double>() > 0.8);
+    for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "buffering");
+  }
+}
+
+TEST_CASE("nginx's default client_max_body_size (1 MB): the serialization check records the limit and measures below it") {
+  auto server = test::start_fake(kEngine);
+  test::Nginx nginx({.upstream = upstream(*server)});
+  const auto j = run_json(nginx.base_url(), {"--checks", "serialization", "--set", "serialization.sizes_kb=1,512,2048,4096"});
+  CAPTURE(rules_fired(j));
+  const auto& c = j["checks"]["serialization"];
+  CHECK(c["status"] == "ok");
+  const auto& m = c["metrics"];
+  // The 2 MB body is the first refused; 4 MB is never sent.
+  CHECK(m["body_limit_bytes"].get<double>() == doctest::Approx(2048 * 1024).epsilon(0.001));
+  CHECK(m["largest_body_bytes"].get<double>() == doctest::Approx(512 * 1024).epsilon(0.001));
+  CHECK(m["failures_count"].get<double>() == 0);
+  int refused = 0, sent_4mb = 0;
+  for (const auto& s : c["samples"]) {
+    if (s["http_status"] == 413) ++refused;
+    if (s["label"].contains("body_bytes") && s["label"]["body_bytes"].get<double>() > 3.5 * 1024 * 1024) ++sent_4mb;
+  }
+  CHECK(refused == 1);
+  CHECK(sent_4mb == 0);
+  CHECK(j["checks"]["serialization"]["metrics"].contains("upload_parse_overhead_ms"));
+  for (const auto& f : j["diagnosis"]) CHECK(f["rule"] != "errors.failed_requests");
+}
+
+}  // namespace infdoctor
