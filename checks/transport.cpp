@@ -2,7 +2,9 @@
 // transport.max_addresses): transport.samples fresh connections (TCP connect, TLS handshake, time
 // to first byte of GET <base>/models) and transport.samples requests on one kept-alive
 // connection; the TLS version, cipher, ALPN and the certificate chain's length and size; whether
-// the server keeps connections alive and what reuse saves.
+// the server keeps connections alive and what reuse saves; over https, transport.samples more fresh
+// connections that each offer the TLS session the one before was given, as clients that keep
+// sessions do (the SDKs' HTTP libraries), and whether the server resumes them.
 // Cannot tell: where TLS terminates (a CDN edge or the origin), or server time from network time.
 // Emits, for the first address: transport.{connect_p50_ms,tls_p50_ms,ttfb_p50_ms,
 // reused_ttfb_p50_ms,reuse_saves_ms,keepalive_ratio,cert_chain_count,cert_chain_bytes,...}.
@@ -10,6 +12,7 @@
 
 #include "checks/check.h"
 #include "checks/registry.h"
+#include "stats/fit.h"
 
 namespace infdoctor::checks {
 namespace {
@@ -41,6 +44,11 @@ const CheckInfo kInfo{
      {"transport.cert_chain_count", "count", "certificates the server sent"},
      {"transport.cert_chain_bytes", "bytes", "their DER size"},
      {"transport.tls13_ratio", "ratio", "1 when TLS 1.3 was negotiated, 0 for older versions"},
+     {"transport.resumption_tries_count", "count",
+      "fresh connections that offered the TLS session the connection before them was given"},
+     {"transport.resumption_ratio", "ratio", "of those, the share the server resumed (an abbreviated handshake)"},
+     {"transport.resumed_tls_p50_ms", "ms", "median TLS handshake of the resumed connections"},
+     {"transport.resumption_saves_ms", "ms", "median full handshake minus median resumed one"},
      {"transport.samples_count", "count", "fresh connections that succeeded, first address"},
      {"transport.failures_count", "count", "requests that failed, all addresses"},
      {"transport.connect_spread_ms", "ms", "slowest address's median connect minus the fastest's"},
@@ -111,6 +119,23 @@ class TransportCheck final : public Check {
         if (auto v = r.ttfb()) ttfb.push_back(core::to_ms(*v));
         if (auto v = r.server_wait()) wait.push_back(core::to_ms(*v));
       }
+      // Fresh connections again, each offering the session the one before it was given (the first
+      // is only given one): what a new connection costs a client that keeps its TLS sessions.
+      std::vector<double> resumed_tls;
+      int resume_tries = 0, resumed = 0;
+      for (int i = 0; t.scheme == "https" && i <= samples_ && ctx.before_deadline(); ++i) {
+        ctx.progress("transport: fresh connection offering a TLS session to " + ip);
+        http::Request req = make_request(ctx, pin, /*fresh=*/true);
+        req.tls.resume = true;
+        const http::Response r = ctx.http().perform(req);
+        if (i == 0) continue;
+        record_sample(out, ip, "resuming", r);
+        if (!r.status.ok() || !r.tls) continue;
+        ++resume_tries;
+        if (!r.tls->resumed) continue;
+        ++resumed;
+        if (auto v = r.tls_phase()) resumed_tls.push_back(core::to_ms(*v));
+      }
       // One kept-alive connection: the first request opens it, the rest should reuse it.
       const std::unique_ptr<HttpPort> keep = ctx.http().separate();
       for (int i = 0; i <= samples_ && ctx.before_deadline(); ++i) {
@@ -150,7 +175,9 @@ class TransportCheck final : public Check {
                       {"cipher", tls_info->cipher},
                       {"alpn", tls_info->alpn},
                       {"chain_count", tls_info->chain_count},
-                      {"chain_bytes", tls_info->chain_bytes}};
+                      {"chain_bytes", tls_info->chain_bytes},
+                      {"resumed", resumed},
+                      {"resumption_tries", resume_tries}};
       }
       per_address.push_back(row);
       std::string tls_text = "plain HTTP";
@@ -185,6 +212,14 @@ class TransportCheck final : public Check {
           out.set("cert_chain_count", tls_info->chain_count);
           out.set("cert_chain_bytes", tls_info->chain_bytes);
           out.set("tls13_ratio", tls_info->version == "TLSv1.3" ? 1.0 : 0.0);
+        }
+        if (resume_tries > 0) {
+          out.set("resumption_tries_count", resume_tries);
+          out.set("resumption_ratio", static_cast<double>(resumed) / resume_tries);
+        }
+        if (auto v = stats::median(resumed_tls)) {
+          out.set("resumed_tls_p50_ms", *v);
+          if (ls.p50) out.set("resumption_saves_ms", *ls.p50 - *v);
         }
       }
     }

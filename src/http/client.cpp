@@ -130,6 +130,7 @@ std::optional<TlsInfo> read_tls(CURL* easy) {
   unsigned int alpn_len = 0;
   SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
   if (alpn) t.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
+  t.resumed = SSL_session_reused(ssl) == 1;
   if (STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl)) {
     t.chain_count = sk_X509_num(chain);
     for (int i = 0; i < t.chain_count; ++i) {
@@ -491,6 +492,9 @@ std::optional<std::string> Response::header(std::string_view lower_name) const {
 
 struct Client::Impl {
   CURLM* multi = nullptr;
+  // TLS sessions kept for the requests that resume (TlsOptions::resume). One thread uses the
+  // client, so the share needs no locks.
+  CURLSH* sessions = nullptr;
   SocketLedger ledger;
   EventLoop loop;
 };
@@ -498,6 +502,8 @@ struct Client::Impl {
 Client::Client() : impl_(std::make_unique<Impl>()) {
   ensure_curl_global();
   impl_->multi = curl_multi_init();
+  impl_->sessions = curl_share_init();
+  if (impl_->sessions) curl_share_setopt(impl_->sessions, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   impl_->loop.multi = impl_->multi;
   impl_->loop.epfd = ::epoll_create1(EPOLL_CLOEXEC);
   curl_multi_setopt(impl_->multi, CURLMOPT_SOCKETFUNCTION, &on_socket);
@@ -508,6 +514,7 @@ Client::Client() : impl_(std::make_unique<Impl>()) {
 
 Client::~Client() {
   if (impl_->multi) curl_multi_cleanup(impl_->multi);
+  if (impl_->sessions) curl_share_cleanup(impl_->sessions);  // after every handle that used it
   if (impl_->loop.epfd >= 0) ::close(impl_->loop.epfd);
 }
 
@@ -532,6 +539,7 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       continue;
     }
     setup(*t, impl_->ledger);
+    if (req.tls.resume && impl_->sessions) curl_easy_setopt(t->easy, CURLOPT_SHARE, impl_->sessions);
     t->arrivals = &impl_->loop.arrivals;
     curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t.get());
     t->resp.started_wall = std::chrono::system_clock::now();

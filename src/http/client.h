@@ -31,6 +31,9 @@ class BodySink {
 struct TlsOptions {
   std::string cacert;     // PEM bundle to trust instead of the system store
   bool insecure = false;  // skip certificate and host name verification
+  // Offer the session an earlier handshake of this client was given (a ticket or an id), and keep
+  // the one this handshake is given. Off, every handshake is a full one.
+  bool resume = false;
 };
 
 struct Request {
@@ -65,6 +68,7 @@ struct TlsInfo {
   std::string alpn;     // "h2", "http/1.1" or empty
   int chain_count = 0;  // certificates the server sent
   int chain_bytes = 0;  // their DER size
+  bool resumed = false;  // the server took up the session offered: an abbreviated handshake
 };
 
 struct Response {

@@ -114,4 +114,37 @@ TEST_CASE("nginx's default client_max_body_size (1 MB): the serialization check 
   for (const auto& f : j["diagnosis"]) CHECK(f["rule"] != "errors.failed_requests");
 }
 
+TEST_CASE("nginx terminating TLS: a session cache or tickets resume the handshake, and without either tls.no_resumption is noted") {
+  auto server = test::start_fake(kEngine);
+  struct Case {
+    const char* name;
+    const char* server;
+    bool resumes;
+  };
+  // nginx 1.22 speaks TLS 1.2 unless told otherwise; TLS 1.2 resumes from its session cache, 1.3
+  // from tickets.
+  const Case cases[] = {
+      {"TLS 1.2 with a session cache", "ssl_session_cache shared:SSL:1m;", true},
+      {"TLS 1.3 with session tickets", "ssl_protocols TLSv1.3; ssl_session_tickets on;", true},
+      {"TLS 1.2 without a session cache", "ssl_session_cache off; ssl_session_tickets off;", false},
+      {"TLS 1.3 without tickets", "ssl_protocols TLSv1.3; ssl_session_tickets off;", false},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    test::Nginx nginx({.upstream = upstream(*server), .server = c.server, .tls = true});
+    const auto j = run_json(nginx.base_url(), {"--checks", "transport", "--cacert", test::ca_pem()});
+    CAPTURE(rules_fired(j));
+    const auto& m = j["checks"]["transport"]["metrics"];
+    CHECK(m["resumption_tries_count"].get<double>() == 3);  // --quick: 3 fresh connections after the first
+    CHECK(m["resumption_ratio"].get<double>() == (c.resumes ? 1.0 : 0.0));
+    CHECK(m.contains("resumed_tls_p50_ms") == c.resumes);
+    const auto* f = finding(j, "tls.no_resumption");
+    CHECK((f != nullptr) == !c.resumes);
+    if (f) {
+      CHECK((*f)["severity"] == "info");
+      CHECK((*f)["impact_ms"].get<double>() == doctest::Approx(m["tls_p50_ms"].get<double>() - m["connect_p50_ms"].get<double>()));
+    }
+  }
+}
+
 }  // namespace infdoctor
