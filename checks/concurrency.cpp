@@ -14,9 +14,13 @@
 //   throughput_scaling_ratio = parallelism / max level; latency_growth_ratio = (batch time at max /
 //   batch time at 1) / max level: 1 = served one after another.
 //   The knee is the last level after which doubling the streams adds less than 20 % throughput.
-// Cannot tell: our streams from other tenants' load; a per-connection stream limit of a gateway
-// (one HTTP/1.1 connection per stream here).
-// Emits: concurrency.{parallelism_count,queue_wait_*,throughput_scaling_ratio,knee_level_count,...}.
+// Over HTTP/2 a level's streams share one connection; the highest level then runs again with each
+// stream on a connection of its own, and a wait that only the shared connection has is a limit
+// per connection (a gateway's streams per client connection), not the server's slots.
+// Cannot tell: our streams from other tenants' load; a limit per connection over HTTP/1.1, where
+// every stream has its own.
+// Emits: concurrency.{parallelism_count,queue_wait_*,throughput_scaling_ratio,knee_level_count,
+// multiplexed_ratio,separate_queue_wait_*,connection_wait_mean_ms,...}.
 #include <algorithm>
 #include <cmath>
 
@@ -45,6 +49,14 @@ const CheckInfo kInfo{
      {"concurrency.queue_wait_mean_at_max_ms", "ms", "mean TTFT at the highest level minus one stream's median: the average stream's wait"},
      {"concurrency.queue_wait_p90_at_max_ms", "ms", "90th percentile TTFT at the highest level minus one stream's median"},
      {"concurrency.queue_wait_p90_services_ratio", "ratio", "that wait over one stream's whole time: 0.5 and more is a wait for a slot"},
+     {"concurrency.multiplexed_ratio", "ratio",
+      "streams of the highest level answered over HTTP/2, so sharing a connection (HTTP/1.1 gives each its own)"},
+     {"concurrency.separate_queue_wait_mean_at_max_ms", "ms",
+      "over HTTP/2, the highest level again with each stream on a connection of its own: the average stream's wait"},
+     {"concurrency.separate_queue_wait_p90_services_ratio", "ratio",
+      "that pass's 90th percentile wait over one stream's whole time"},
+     {"concurrency.connection_wait_mean_ms", "ms",
+      "the average stream's wait on one shared connection minus on connections of their own: what sharing costs"},
      {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput (absent: it still grows at the highest level)",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {"concurrency.max_level_count", "count", "highest level measured"},
@@ -59,6 +71,12 @@ struct Level {
   double tokens = 0;
   double makespan_ms = 0;
   double throughput = 0;  // tokens per second
+  int answered = 0, over_http2 = 0;  // streams answered, and of those over HTTP/2
+  bool own_connections = false;
+};
+
+struct Tally {
+  int failures = 0, rate_limited = 0;
 };
 
 class ConcurrencyCheck final : public Check {
@@ -76,6 +94,10 @@ class ConcurrencyCheck final : public Check {
       steps.push_back({std::to_string(static_cast<int>(l)) + (l == 1 ? " stream" : " streams at once") +
                            (rounds_ > 1 ? ", " + std::to_string(rounds_) + " rounds" : ""),
                        static_cast<int>(l) * rounds_, "target", prompt_tokens_, max_tokens_});
+    if (!levels_.empty() && levels_.back() > 1)
+      steps.push_back({"over HTTP/2 only: " + std::to_string(static_cast<int>(levels_.back())) +
+                           " streams again, each on a connection of its own",
+                       static_cast<int>(levels_.back()) * rounds_, "target", prompt_tokens_, max_tokens_});
     return steps;
   }
 
@@ -83,65 +105,47 @@ class ConcurrencyCheck final : public Check {
     CheckResult out = CheckResult::start(kInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     std::vector<Level> done;
-    int failures = 0, rate_limited = 0;
+    Tally tally;
     for (const double lv : levels_) {
-      Level level;
-      level.streams = static_cast<int>(lv);
-      for (int round = 0; round < rounds_; ++round) {
-        ctx.progress("concurrency: " + std::to_string(level.streams) + " parallel streams");
-        api::ChatRequest req;
-        req.model = ctx.models().target;
-        req.prompt = api::synthetic_prompt(prompt_tokens_);
-        req.max_tokens = max_tokens_;
-        auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(level.streams), req));
-        if (!r.ok()) {
-          out.fail(r.error());
-          break;
-        }
-        double batch_ms = 0;
-        for (const auto& s : r.value())
-          if (auto t = server_total_ms(s)) batch_ms = std::max(batch_ms, *t);
-        level.makespan_ms += batch_ms;
-        int failed_here = 0;
-        for (const auto& s : r.value()) {
-          out.requests.push_back({s, {{"streams", level.streams}, {"round", round}}});
-          if (!s.ok) {
-            ++failed_here;
-            if (s.http_status == 429) ++rate_limited;
-            continue;
-          }
-          if (auto t = server_ttft_ms(s)) level.ttft.push_back(*t);
-          if (auto t = server_total_ms(s)) level.total.push_back(*t);
-          level.tokens += s.output_tokens ? static_cast<double>(*s.output_tokens) : static_cast<double>(s.content_events);
-        }
-        failures += failed_here;
-        if (failed_here * 2 > level.streams) {
-          out.fail(core::make_error(core::ErrorCode::StreamError,
-                                    "stopped at " + std::to_string(level.streams) + " streams: " +
-                                        std::to_string(failed_here) + " of them failed"));
-          break;
-        }
-      }
-      if (level.makespan_ms > 0) level.throughput = level.tokens / (level.makespan_ms / 1000.0);
+      Level level = run_level(ctx, out, static_cast<int>(lv), /*own_connections=*/false, tally);
       if (!level.ttft.empty()) done.push_back(std::move(level));
       if (out.status == CheckStatus::Error) break;
     }
+    // Over HTTP/2 a level's streams share one connection. The highest level again, each stream on
+    // a connection of its own, tells a limit per connection (a gateway's) from the server's
+    // slots: only a limit per connection makes the streams of one connection wait longer.
+    std::optional<Level> separate;
+    if (!done.empty() && done.back().streams > 1 && done.back().over_http2 * 2 > done.back().answered &&
+        out.status != CheckStatus::Error) {
+      Level l = run_level(ctx, out, done.back().streams, /*own_connections=*/true, tally);
+      if (!l.ttft.empty()) separate = std::move(l);
+    }
+    const int failures = tally.failures, rate_limited = tally.rate_limited;
     // A stream's wait for a slot at each level: its mean time to first token over one stream's.
     const double ttft_alone = done.empty() ? 0.0 : stats::summarize(done.front().ttft).p50.value_or(0.0);
     nlohmann::json table = nlohmann::json::array();
     Table levels{"concurrency: per level", {"streams", "TTFT p50", "TTFT p90", "total p50", "batch time", "tokens/s"}, {}, ""};
-    for (const auto& l : done) {
+    std::vector<const Level*> shown;
+    for (const auto& l : done) shown.push_back(&l);
+    if (separate) shown.push_back(&*separate);
+    for (const Level* lp : shown) {
+      const Level& l = *lp;
       const auto t = stats::summarize(l.ttft), e = stats::summarize(l.total);
-      levels.rows.push_back({std::to_string(l.streams), cell(t.p50, "ms"), cell(t.p90, "ms"), cell(e.p50, "ms"),
-                             cell(l.makespan_ms / rounds_, "ms"), cell(l.throughput)});
-      table.push_back({{"streams", l.streams},
-                       {"ttft_p50_ms", *t.p50},
-                       {"ttft_p90_ms", *t.p90},
-                       {"total_p50_ms", e.p50 ? nlohmann::json(*e.p50) : nlohmann::json(nullptr)},
-                       {"makespan_ms", l.makespan_ms / rounds_},
-                       {"throughput_tokens_per_s", l.throughput},
-                       {"samples_count", t.count},
-                       {"queue_wait_mean_ms", std::max(0.0, t.mean.value_or(0.0) - ttft_alone)}});
+      levels.rows.push_back({std::to_string(l.streams) + (l.own_connections ? ", own connections" : ""), cell(t.p50, "ms"),
+                             cell(t.p90, "ms"), cell(e.p50, "ms"), cell(l.makespan_ms / rounds_, "ms"), cell(l.throughput)});
+      nlohmann::json row = {{"streams", l.streams},
+                            {"over_http2_count", l.over_http2},
+                            {"ttft_p50_ms", *t.p50},
+                            {"ttft_p90_ms", *t.p90},
+                            {"total_p50_ms", e.p50 ? nlohmann::json(*e.p50) : nlohmann::json(nullptr)},
+                            {"makespan_ms", l.makespan_ms / rounds_},
+                            {"throughput_tokens_per_s", l.throughput},
+                            {"samples_count", t.count},
+                            {"queue_wait_mean_ms", std::max(0.0, t.mean.value_or(0.0) - ttft_alone)}};
+      // The levels are what the streams met on the connection they shared; the pass on
+      // connections of their own is kept apart.
+      if (l.own_connections) out.details["own_connections"] = row;
+      else table.push_back(row);
     }
     out.details["levels"] = table;
     if (!levels.rows.empty()) out.tables.push_back(std::move(levels));
@@ -176,6 +180,15 @@ class ConcurrencyCheck final : public Check {
       out.set("queue_wait_mean_at_max_ms", std::max(0.0, *lt.mean - ttft1));
       out.set("queue_wait_p90_at_max_ms", wait_p90);
       if (service && *service > 0) out.set("queue_wait_p90_services_ratio", wait_p90 / *service);
+      if (last.answered > 0) out.set("multiplexed_ratio", static_cast<double>(last.over_http2) / last.answered);
+      if (separate) {
+        const auto st = stats::summarize(separate->ttft);
+        const double separate_mean = std::max(0.0, *st.mean - ttft1);
+        out.set("separate_queue_wait_mean_at_max_ms", separate_mean);
+        if (service && *service > 0)
+          out.set("separate_queue_wait_p90_services_ratio", std::max(0.0, *st.p90 - ttft1) / *service);
+        out.set("connection_wait_mean_ms", std::max(0.0, *lt.mean - ttft1) - separate_mean);
+      }
       // The knee is where throughput stopped growing; while it still grows at the highest level
       // measured there is none to name.
       for (std::size_t i = 1; i < done.size(); ++i) {
@@ -189,6 +202,58 @@ class ConcurrencyCheck final : public Check {
   }
 
  private:
+  // `streams` parallel streams, concurrency.rounds times; sets `out` failed when most of a batch failed.
+  Level run_level(CheckContext& ctx, CheckResult& out, int streams, bool own_connections, Tally& tally) const {
+    Level level;
+    level.streams = streams;
+    level.own_connections = own_connections;
+    for (int round = 0; round < rounds_; ++round) {
+      ctx.progress("concurrency: " + std::to_string(streams) + " parallel streams" +
+                   (own_connections ? ", each on a connection of its own" : ""));
+      api::ChatRequest req;
+      req.model = ctx.models().target;
+      req.prompt = api::synthetic_prompt(prompt_tokens_);
+      req.max_tokens = max_tokens_;
+      req.own_connection = own_connections;
+      auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(streams), req));
+      if (!r.ok()) {
+        out.fail(r.error());
+        break;
+      }
+      double batch_ms = 0;
+      for (const auto& s : r.value())
+        if (auto t = server_total_ms(s)) batch_ms = std::max(batch_ms, *t);
+      level.makespan_ms += batch_ms;
+      int failed_here = 0;
+      for (const auto& s : r.value()) {
+        nlohmann::json label = {{"streams", streams}, {"round", round}};
+        if (own_connections) label["own_connections"] = true;
+        out.requests.push_back({s, label});
+        if (s.http_status > 0) {
+          ++level.answered;
+          if (s.http_version == "2") ++level.over_http2;
+        }
+        if (!s.ok) {
+          ++failed_here;
+          if (s.http_status == 429) ++tally.rate_limited;
+          continue;
+        }
+        if (auto t = server_ttft_ms(s)) level.ttft.push_back(*t);
+        if (auto t = server_total_ms(s)) level.total.push_back(*t);
+        level.tokens += s.output_tokens ? static_cast<double>(*s.output_tokens) : static_cast<double>(s.content_events);
+      }
+      tally.failures += failed_here;
+      if (failed_here * 2 > streams) {
+        out.fail(core::make_error(core::ErrorCode::StreamError,
+                                  "stopped at " + std::to_string(streams) + " streams: " + std::to_string(failed_here) +
+                                      " of them failed"));
+        break;
+      }
+    }
+    if (level.makespan_ms > 0) level.throughput = level.tokens / (level.makespan_ms / 1000.0);
+    return level;
+  }
+
   std::vector<double> levels_;
   int max_tokens_, prompt_tokens_, rounds_;
 };

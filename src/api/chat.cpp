@@ -30,7 +30,7 @@ http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bo
   req.resolve = ep.resolve;
   req.tls = ep.tls;
   req.proxy = ep.proxy;
-  req.fresh_connection = fresh_connection;
+  req.fresh_connection = fresh_connection || chat.own_connection;
   req.accept_encoding = chat.accept_encoding;
   req.timeout = ep.timeout;
   req.connect_timeout = ep.connect_timeout;

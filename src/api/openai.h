@@ -32,6 +32,8 @@ struct ChatRequest {
   bool max_completion_tokens = false;
   std::size_t pad_bytes = 0;               // JSON whitespace added to the body (same tokens)
   std::string accept_encoding = kSdkAcceptEncoding;  // empty: none sent, the answer uncompressed
+  // A connection of its own, opened for it and closed after, never shared with another stream.
+  bool own_connection = false;
 };
 
 // The request body in the endpoint's flavour (Anthropic: no stream_options, usage comes anyway).

@@ -297,6 +297,11 @@ void setup(Transfer& t, SocketLedger& ledger) {
   if (r.fresh_connection) {
     curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+  } else if (r.url.rfind("https://", 0) == 0) {
+    // Parallel requests wait for the first connection's TLS handshake to say whether it
+    // multiplexes (ALPN h2) and then share it, as an HTTP/2 client does, instead of each opening
+    // its own. Over plain HTTP nothing says so before a response, and they would wait for one.
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
   }
   if (!r.tls.cacert.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, r.tls.cacert.c_str());
   if (r.tls.insecure) {

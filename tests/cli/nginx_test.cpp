@@ -4,40 +4,23 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/nginx.h"
+#include "support/fronts.h"
+#include "support/results.h"
 
 namespace infdoctor {
 namespace {
-
-using namespace std::chrono_literals;
 
 // 10 ms a token: the serialization check's 16 tokens (--quick) take 150 ms after the first.
 const char* kEngine = R"({"models": {"big": {"overhead_ms": 40, "decode_ms_per_token": 10}}})";
 
 nlohmann::json run_json(const std::string& base_url, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {test::infdoctor_bin(), "run", "--base-url", base_url, "--model", "big",
-                                   "--quick", "--json", "-"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  auto r = net::run_command(argv, 120s);
-  REQUIRE(r.ok());
-  CAPTURE(r->err);
-  REQUIRE_FALSE(r->timed_out);
-  return nlohmann::json::parse(r->out);
+  std::vector<std::string> args = {"--base-url", base_url, "--model", "big", "--quick"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return test::run_results(args);
 }
 
-std::string upstream(const fake::Server& s) { return s.host() + ":" + std::to_string(s.port()); }
-
-const nlohmann::json* finding(const nlohmann::json& j, const std::string& rule) {
-  for (const auto& f : j["diagnosis"])
-    if (f["rule"] == rule) return &f;
-  return nullptr;
-}
-
-std::string rules_fired(const nlohmann::json& j) {
-  std::string out;
-  for (const auto& f : j["diagnosis"]) out += f["rule"].get<std::string>() + " (" + f["severity"].get<std::string>() + ") ";
-  return out;
-}
+using test::finding;
+using test::rules_fired;
 
 const char* kGzipStreams = "gzip on; gzip_types text/event-stream application/json; client_max_body_size 8m;";
 
@@ -45,7 +28,7 @@ const char* kGzipStreams = "gzip on; gzip_types text/event-stream application/js
 
 TEST_CASE("nginx with gzip on for event streams: the stream held back is buffering at the intermediary, by compression, nginx named") {
   auto server = test::start_fake(kEngine);
-  test::Nginx nginx({.upstream = upstream(*server), .server = kGzipStreams});
+  test::Nginx nginx({.upstream = test::address_of(*server), .server = kGzipStreams});
   const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
   CAPTURE(rules_fired(j));
   const auto& m = j["checks"]["serialization"]["metrics"];
@@ -75,9 +58,9 @@ TEST_CASE("nginx without gzip, or with gzip and proxy_buffering off, passes the 
     double compressed;
   };
   const Case cases[] = {
-      {"gzip off", {.upstream = upstream(*server), .server = "gzip off; client_max_body_size 8m;"}, 0.0},
+      {"gzip off", {.upstream = test::address_of(*server), .server = "gzip off; client_max_body_size 8m;"}, 0.0},
       {"gzip on, proxy_buffering off",
-       {.upstream = upstream(*server), .location = "proxy_buffering off;", .server = kGzipStreams}, 1.0},
+       {.upstream = test::address_of(*server), .location = "proxy_buffering off;", .server = kGzipStreams}, 1.0},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -93,7 +76,7 @@ TEST_CASE("nginx without gzip, or with gzip and proxy_buffering off, passes the 
 
 TEST_CASE("nginx's default client_max_body_size (1 MB): the serialization check records the limit and measures below it") {
   auto server = test::start_fake(kEngine);
-  test::Nginx nginx({.upstream = upstream(*server)});
+  test::Nginx nginx({.upstream = test::address_of(*server)});
   const auto j = run_json(nginx.base_url(), {"--checks", "serialization", "--set", "serialization.sizes_kb=1,512,2048,4096"});
   CAPTURE(rules_fired(j));
   const auto& c = j["checks"]["serialization"];
@@ -131,7 +114,7 @@ TEST_CASE("nginx terminating TLS: a session cache or tickets resume the handshak
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
-    test::Nginx nginx({.upstream = upstream(*server), .server = c.server, .tls = true});
+    test::Nginx nginx({.upstream = test::address_of(*server), .server = c.server, .tls = true});
     const auto j = run_json(nginx.base_url(), {"--checks", "transport", "--cacert", test::ca_pem()});
     CAPTURE(rules_fired(j));
     const auto& m = j["checks"]["transport"]["metrics"];

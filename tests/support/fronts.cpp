@@ -1,0 +1,133 @@
+#include "support/fronts.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace infdoctor::test {
+namespace {
+
+// A loopback port free a moment ago: nginx binds it next (a start that loses the race retries).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+bool accepts(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+std::string config(const NginxOptions& o, const std::string& dir, int port) {
+  std::ostringstream c;
+  c << "daemon off;\nmaster_process off;\nerror_log " << dir << "/error.log info;\npid " << dir << "/nginx.pid;\n"
+    << "events { worker_connections 256; }\n"
+    << "http {\n  access_log off;\n";
+  for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
+    c << "  " << t << "_temp_path " << dir << "/" << t << ";\n";
+  c << "  server {\n    listen 127.0.0.1:" << port << (o.tls ? " ssl" : "") << ";\n";
+  if (o.tls)
+    c << "    ssl_certificate " << certs_dir() << "/server.pem;\n    ssl_certificate_key " << certs_dir()
+      << "/server.key;\n";
+  c << "    " << o.server << "\n"
+    << "    location / {\n      proxy_pass http://" << o.upstream << ";\n      proxy_http_version 1.1;\n      "
+    << o.location << "\n    }\n  }\n}\n";
+  return c.str();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Starts argv_for(port) on a free port until it listens there, up to three ports (another
+// process may take a port between the pick and the bind).
+std::unique_ptr<net::Process> start_listening(const std::function<std::vector<std::string>(int)>& argv_for, int& port) {
+  using namespace std::chrono_literals;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    port = free_port();
+    REQUIRE(port > 0);
+    const auto argv = argv_for(port);
+    auto p = net::Process::start(argv);
+    REQUIRE_MESSAGE(p.ok(), argv.front() << " did not start (.ci/install-deps installs it): "
+                                         << (p.ok() ? "" : p.error().message));
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline && (*p)->running() && !accepts(port))
+      std::this_thread::sleep_for(10ms);
+    if ((*p)->running() && accepts(port)) return std::move(p.value());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Nginx::Nginx(const NginxOptions& o) : conf_("", "nginx.conf") {
+  proc_ = start_listening(
+      [&](int port) {
+        std::ofstream(conf_.path()) << config(o, conf_.dir(), port);
+        return std::vector<std::string>{"/usr/sbin/nginx", "-p", conf_.dir(), "-c", conf_.path(), "-e",
+                                        conf_.dir() + "/error.log"};
+      },
+      port_);
+  REQUIRE_MESSAGE(proc_ != nullptr, "nginx did not listen: " << error_log());
+  base_url_ = std::string(o.tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + "/v1";
+}
+
+Nginx::~Nginx() {
+  if (proc_) proc_->stop();
+}
+
+std::string Nginx::error_log() const { return read_file(conf_.dir() + "/error.log"); }
+
+// An empty config file: nghttpx otherwise reads /etc/nghttpx/nghttpx.conf.
+Nghttpx::Nghttpx(const std::string& upstream, const std::vector<std::string>& options) : conf_("", "nghttpx.conf") {
+  int port = 0;
+  const std::string backend = upstream.substr(0, upstream.rfind(':')) + "," + upstream.substr(upstream.rfind(':') + 1);
+  proc_ = start_listening(
+      [&](int p) {
+        std::vector<std::string> argv = {"/usr/sbin/nghttpx", "--conf=" + conf_.path(),
+                                         "--frontend=127.0.0.1," + std::to_string(p), "--backend=" + backend,
+                                         "--workers=1", "--no-ocsp", "--errorlog-file=" + conf_.dir() + "/error.log"};
+        argv.insert(argv.end(), options.begin(), options.end());
+        argv.push_back(certs_dir() + "/server.key");
+        argv.push_back(certs_dir() + "/server.pem");
+        return argv;
+      },
+      port);
+  REQUIRE_MESSAGE(proc_ != nullptr, "nghttpx did not listen: " << error_log());
+  base_url_ = "https://127.0.0.1:" + std::to_string(port) + "/v1";
+}
+
+Nghttpx::~Nghttpx() {
+  if (proc_) proc_->stop();
+}
+
+std::string Nghttpx::error_log() const { return read_file(conf_.dir() + "/error.log"); }
+
+}  // namespace infdoctor::test

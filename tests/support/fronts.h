@@ -1,0 +1,63 @@
+#pragma once
+// Test support: the real fronts users put before a model server, from Debian's packages
+// (.ci/install-deps): nginx (nginx-light) and nghttpx (nghttp2-proxy). Each runs with its config
+// written to a temporary directory, listens on a loopback port picked free, stays in the
+// foreground as one process, and is stopped by its PID (SIGTERM, then SIGKILL).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/subprocess.h"
+#include "support/fake_process.h"
+
+namespace infdoctor::test {
+
+// "host:port" of a fake provider, what a front passes to.
+inline std::string address_of(const fake::Server& s) { return s.host() + ":" + std::to_string(s.port()); }
+
+struct NginxOptions {
+  std::string upstream{};    // host:port that `location /` passes to
+  std::string location{};    // directives inside `location /`, after proxy_pass
+  std::string server{};      // directives of the server block (gzip, client_max_body_size, ssl_*)
+  bool tls = false;          // listen with ssl on the test certificate (certs_dir())
+};
+
+class Nginx {
+ public:
+  // Fails the test, with nginx's own error log, when it does not start within 10 s.
+  explicit Nginx(const NginxOptions& o);
+  ~Nginx();
+  Nginx(const Nginx&) = delete;
+  Nginx& operator=(const Nginx&) = delete;
+
+  // "http://127.0.0.1:PORT/v1" (https with tls).
+  const std::string& base_url() const { return base_url_; }
+  int port() const { return port_; }
+  std::string error_log() const;
+
+ private:
+  TempFile conf_;
+  std::unique_ptr<net::Process> proc_;
+  std::string base_url_;
+  int port_ = 0;
+};
+
+// nghttpx terminating TLS (the test certificate) and HTTP/2 in front of an HTTP/1.1 server.
+class Nghttpx {
+ public:
+  // `options`: more of nghttpx's own, e.g. "--backend-connections-per-frontend=2".
+  Nghttpx(const std::string& upstream, const std::vector<std::string>& options = {});
+  ~Nghttpx();
+  Nghttpx(const Nghttpx&) = delete;
+  Nghttpx& operator=(const Nghttpx&) = delete;
+
+  const std::string& base_url() const { return base_url_; }  // "https://127.0.0.1:PORT/v1"
+  std::string error_log() const;
+
+ private:
+  TempFile conf_;
+  std::unique_ptr<net::Process> proc_;
+  std::string base_url_;
+};
+
+}  // namespace infdoctor::test
