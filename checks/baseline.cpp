@@ -38,6 +38,12 @@ const CheckInfo kInfo{
      {"baseline.events_per_token_ratio", "ratio", "target model: content events per output token"},
      {"baseline.arrivals_per_token_ratio", "ratio", "target model: distinct moments content arrived, per output token"},
      {"baseline.samples_count", "count", "target model: successful requests"},
+     {"baseline.reasoning_tokens_p50_count", "count", "target model: median reasoning tokens (usage), when it reasons"},
+     {"baseline.hidden_reasoning_ratio", "ratio",
+      "target model: share of its reasoning requests whose reasoning never arrived (usage counts it, the stream has none)"},
+     {"baseline.reasoning_p50_ms", "ms",
+      "target model: median time reasoning before the answer: first reasoning to first answer token when it streams, the hidden tokens times the time per token when not"},
+     {"baseline.first_answer_p50_ms", "ms", "target model: median time to the first answer token (after any reasoning)"},
      {"baseline.small_ttft_p50_ms", "ms", "small model: median TTFT"},
      {"baseline.small_tpot_p50_ms", "ms", "small model: median time per output token"},
      {"baseline.small_total_p50_ms", "ms", "small model: median end-to-end time"},
@@ -52,7 +58,8 @@ const CheckInfo kInfo{
      {"baseline.unexplained_tpot_ms_per_token", "ms",
       "target model: time per output token beyond what the small model's times expected_tpot_ratio explains"},
      {"baseline.failures_count", "count", "failed requests, both models"}},
-    {{"tpot_ratio", "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
+    {{"reasoning_tokens_p50_count", "TTFT {ttft_p50_ms}, first answer {first_answer_p50_ms} after {reasoning_tokens_p50_count} reasoning tokens, per token {tpot_p50_ms}, total {total_p50_ms}"},
+     {"tpot_ratio", "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
      {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}}};
 
 // A 70B dense model beside an 8B one: the widest pair of sizes commonly served side by side.
@@ -60,7 +67,20 @@ constexpr double kWidestCommonPair = 70.0 / 8.0;
 
 struct Series {
   std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token;
+  // A reasoning model's: usage's reasoning tokens, the first answer token (from the request
+  // sent), the time spent reasoning before it, and the requests whose reasoning never arrived.
+  std::vector<double> reasoning_tokens, first_answer, reasoning_ms;
+  int hidden_reasoning = 0;
 };
+
+// The time a request spent reasoning before its answer: from its first reasoning token to its
+// first answer token when the reasoning streamed; the hidden tokens at the stream's time per token
+// when it did not.
+std::optional<double> reasoning_ms(const api::RequestSample& s) {
+  if (s.first_reasoning_ms && s.first_answer_ms) return *s.first_answer_ms - *s.first_reasoning_ms;
+  if (s.hidden_reasoning_tokens > 0 && s.tpot_ms) return static_cast<double>(s.hidden_reasoning_tokens) * *s.tpot_ms;
+  return std::nullopt;
+}
 
 class BaselineCheck final : public Check {
  public:
@@ -99,9 +119,16 @@ class BaselineCheck final : public Check {
         if (s.tpot_ms) dst.tpot.push_back(*s.tpot_ms);
         if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
         if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
-        if (s.output_tokens && *s.output_tokens > 0)
-          dst.arrivals_per_token.push_back(static_cast<double>(s.content_arrivals) / static_cast<double>(*s.output_tokens));
+        if (auto n = api::arrived_tokens(s); s.output_tokens && n && *n > 0)
+          dst.arrivals_per_token.push_back(static_cast<double>(s.content_arrivals) / *n);
         dst.itl.insert(dst.itl.end(), s.itl_ms.begin(), s.itl_ms.end());
+        if (s.reasoning_tokens && *s.reasoning_tokens > 0) {
+          dst.reasoning_tokens.push_back(static_cast<double>(*s.reasoning_tokens));
+          if (s.hidden_reasoning_tokens > 0) ++dst.hidden_reasoning;
+          if (auto r = reasoning_ms(s)) dst.reasoning_ms.push_back(*r);
+        }
+        if (auto t = server_ttft_ms(s); t && s.first_answer_ms && s.ttft_ms)
+          dst.first_answer.push_back(*t + (*s.first_answer_ms - *s.ttft_ms));
       }
     }
     out.set("failures_count", loop.failures());
@@ -129,6 +156,12 @@ class BaselineCheck final : public Check {
     if (auto v = stats::median(target.tokens)) out.set("output_tokens_p50_count", *v);
     if (auto v = stats::median(target.events_per_token)) out.set("events_per_token_ratio", *v);
     if (auto v = stats::median(target.arrivals_per_token)) out.set("arrivals_per_token_ratio", *v);
+    if (!target.reasoning_tokens.empty()) {
+      out.set("reasoning_tokens_p50_count", *stats::median(target.reasoning_tokens));
+      out.set("hidden_reasoning_ratio", static_cast<double>(target.hidden_reasoning) / target.reasoning_tokens.size());
+      if (auto v = stats::median(target.reasoning_ms)) out.set("reasoning_p50_ms", *v);
+      if (auto v = stats::median(target.first_answer)) out.set("first_answer_p50_ms", *v);
+    }
     if (models.size() == 2) {
       const auto st = stats::median(small.ttft), sp = stats::median(small.tpot), so = stats::median(small.total);
       out.set("small_samples_count", static_cast<double>(small.ttft.size()));

@@ -33,6 +33,9 @@ const CheckInfo kInfo{
      {"sweep.prefill_overhead_ms", "ms", "fitted TTFT at zero prompt tokens"},
      {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
      {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
+     {"sweep.hidden_reasoning_count", "count",
+      "prefill requests whose answer came after reasoning tokens that never arrived: their first token times the "
+      "reasoning too, so no prefill is fitted"},
      {"sweep.max_prompt_tokens_count", "count", "largest prompt (server tokens) measured"},
      {"sweep.refused_prompt_tokens_count", "count",
       "smallest prompt (tokens asked) the model refused as longer than its context: a limit, not a failure; larger "
@@ -51,7 +54,8 @@ const CheckInfo kInfo{
      {"sweep.max_output_tokens_count", "count", "most output tokens any decode request produced"},
      {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
      {"sweep.failures_count", "count", "failed requests"}},
-    {{nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count} stopped early"}}};
+    {{"hidden_reasoning_count", "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count} requests), decode {decode_ms_per_token}, {stopped_early_count} stopped early"},
+     {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count} stopped early"}}};
 
 class SweepCheck final : public Check {
  public:
@@ -83,6 +87,7 @@ class SweepCheck final : public Check {
     double tokens_per_word = 1.0;  // calibrated by the first answer
     std::optional<double> largest;
     std::vector<double> at_largest, tpot_first, tpot_largest;
+    int hidden_reasoning = 0;
     for (std::size_t i = 0; i < prompts_.size() && !loop.stopped(); ++i) {
       const int want = static_cast<int>(prompts_[i]);
       const int words = std::max(1, static_cast<int>(std::lround(want / tokens_per_word)));
@@ -105,6 +110,7 @@ class SweepCheck final : public Check {
         const double tokens = s->prompt_tokens ? static_cast<double>(*s->prompt_tokens) : want;
         if (i == 0 && rep == 0 && s->prompt_tokens && *s->prompt_tokens > 0) tokens_per_word = tokens / words;
         tokens_here = tokens;
+        if (s->hidden_reasoning_tokens > 0) ++hidden_reasoning;
         if (auto t = server_ttft_ms(*s)) {
           px.push_back(tokens);
           py.push_back(*t);
@@ -136,7 +142,14 @@ class SweepCheck final : public Check {
       out.set("max_prompt_tokens_count", *largest);
       out.set("ttft_at_max_prompt_ms", *stats::median(at_largest));
     }
-    if (auto f = stats::theil_sen(px, py)) {
+    // Hidden reasoning puts the model's thinking, whose length the prompt changes, before the
+    // first token: a line through those first tokens would fit the thinking, not the prefill.
+    if (hidden_reasoning > 0) {
+      out.set("hidden_reasoning_count", hidden_reasoning);
+      out.details["prefill_not_fitted"] =
+          "the model reasons before its first visible token and does not stream the reasoning: time to first token "
+          "is prefill plus reasoning, however small max_tokens is";
+    } else if (auto f = stats::theil_sen(px, py)) {
       out.set("prefill_ms_per_token", f->slope);
       out.set("prefill_overhead_ms", f->intercept);
       out.set("prefill_fit_r2_ratio", f->r2);
@@ -175,9 +188,10 @@ class SweepCheck final : public Check {
         req.max_tokens = static_cast<int>(mt);
         auto s = loop.send(req, {{"sweep", "decode"}, {"max_tokens", mt}});
         if (!s || !s->ok) continue;
-        const double tokens = s->output_tokens ? static_cast<double>(*s->output_tokens)
-                                               : static_cast<double>(s->content_events);
-        if (tokens < mt) ++stopped_early;
+        // Stopping early is of what the model generated (reasoning included, which max_tokens
+        // caps too); the fit is over what arrived, the tokens whose time the stream shows.
+        const double tokens = api::arrived_tokens(*s).value_or(0);
+        if (s->output_tokens.value_or(static_cast<std::int64_t>(tokens)) < mt) ++stopped_early;
         most = std::max(most, tokens);
         if (auto t = server_total_ms(*s)) {
           dx.push_back(tokens);

@@ -33,6 +33,8 @@ Usage parse_usage(const json& j) {
   u.prompt_tokens = int_or_none(j, "prompt_tokens");
   u.completion_tokens = int_or_none(j, "completion_tokens");
   if (auto d = j.find("prompt_tokens_details"); d != j.end() && d->is_object()) u.cached_tokens = int_or_none(*d, "cached_tokens");
+  if (auto d = j.find("completion_tokens_details"); d != j.end() && d->is_object())
+    u.reasoning_tokens = int_or_none(*d, "reasoning_tokens");
   return u;
 }
 
@@ -51,6 +53,7 @@ void merge_usage(Usage& into, const Usage& from) {
   if (from.prompt_tokens) into.prompt_tokens = from.prompt_tokens;
   if (from.completion_tokens) into.completion_tokens = from.completion_tokens;
   if (from.cached_tokens) into.cached_tokens = from.cached_tokens;
+  if (from.reasoning_tokens) into.reasoning_tokens = from.reasoning_tokens;
 }
 
 bool nonempty_string(const json& j, const char* key) {
@@ -203,19 +206,19 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
     return;
   }
   if (flavour_ == Flavour::Anthropic) {
-    if (on_anthropic_event(j)) content_times_.push_back(arrived);
+    on_content(on_anthropic_event(j), arrived);
     return;
   }
   if (id_.empty()) id_ = str_or_empty(j, "id");
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) merge_usage(usage_, parse_usage(*u));
   if (auto t = j.find("timings"); t != j.end() && t->is_object()) timings_ = *t;
-  bool content = false;
+  bool answer = false, reasoning = false;
   if (auto choices = j.find("choices"); choices != j.end() && choices->is_array()) {
     for (const auto& c : *choices) {
       if (!c.is_object()) continue;
       if (std::string fr = str_or_empty(c, "finish_reason"); !fr.empty()) finish_reason_ = fr;
       if (nonempty_string(c, "text")) {  // legacy completions
-        content = true;
+        answer = true;
         text_bytes_ += c["text"].get_ref<const std::string&>().size();
         continue;
       }
@@ -223,13 +226,20 @@ void ChatStream::on_event(const http::SseEvent& ev, core::SteadyTime arrived) {
       if (d == c.end() || !d->is_object()) continue;
       if (nonempty_string(*d, "content")) {
         add_text((*d)["content"].get_ref<const std::string&>());
-        content = true;
+        answer = true;
       }
-      if (nonempty_string(*d, "reasoning_content") || nonempty_string(*d, "reasoning")) content = true;
-      if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array() && !tc->empty()) content = true;
+      if (nonempty_string(*d, "reasoning_content") || nonempty_string(*d, "reasoning")) reasoning = true;
+      if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array() && !tc->empty()) answer = true;
     }
   }
-  if (content) content_times_.push_back(arrived);
+  on_content(answer ? Carried::Answer : reasoning ? Carried::Reasoning : Carried::Nothing, arrived);
+}
+
+void ChatStream::on_content(Carried what, core::SteadyTime arrived) {
+  if (what == Carried::Nothing) return;
+  content_times_.push_back(arrived);
+  auto& first = what == Carried::Answer ? first_answer_ : first_reasoning_;
+  if (!first) first = arrived;
 }
 
 void ChatStream::add_text(const std::string& s) {
@@ -237,7 +247,7 @@ void ChatStream::add_text(const std::string& s) {
   if (text_.size() < kMaxKeptText) text_.append(s.substr(0, kMaxKeptText - text_.size()));
 }
 
-bool ChatStream::on_anthropic_event(const json& j) {
+ChatStream::Carried ChatStream::on_anthropic_event(const json& j) {
   const std::string type = str_or_empty(j, "type");
   if (type == "message_start") {
     if (auto m = j.find("message"); m != j.end() && m->is_object()) {
@@ -248,28 +258,28 @@ bool ChatStream::on_anthropic_event(const json& j) {
         merge_usage(usage_, start);
       }
     }
-    return false;
+    return Carried::Nothing;
   }
   if (type == "message_delta") {
     if (auto d = j.find("delta"); d != j.end() && d->is_object())
       if (std::string sr = str_or_empty(*d, "stop_reason"); !sr.empty()) finish_reason_ = sr;
     if (auto u = j.find("usage"); u != j.end() && u->is_object()) merge_usage(usage_, parse_anthropic_usage(*u));
-    return false;
+    return Carried::Nothing;
   }
   if (type == "message_stop") {
     done_ = true;
-    return false;
+    return Carried::Nothing;
   }
-  if (type != "content_block_delta") return false;  // ping, content_block_start/stop
+  if (type != "content_block_delta") return Carried::Nothing;  // ping, content_block_start/stop
   auto d = j.find("delta");
-  if (d == j.end() || !d->is_object()) return false;
+  if (d == j.end() || !d->is_object()) return Carried::Nothing;
   const std::string dt = str_or_empty(*d, "type");
   if (dt == "text_delta" && nonempty_string(*d, "text")) {
     add_text((*d)["text"].get_ref<const std::string&>());
-    return true;
+    return Carried::Answer;
   }
-  return (dt == "thinking_delta" && nonempty_string(*d, "thinking")) ||
-         (dt == "input_json_delta" && nonempty_string(*d, "partial_json"));
+  if (dt == "thinking_delta" && nonempty_string(*d, "thinking")) return Carried::Reasoning;
+  return dt == "input_json_delta" && nonempty_string(*d, "partial_json") ? Carried::Answer : Carried::Nothing;
 }
 
 std::string error_body_line(std::string_view body, std::size_t max_chars) {

@@ -49,6 +49,9 @@ struct Usage {
   // Prompt tokens the provider served from its prefix cache: OpenAI's
   // prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens.
   std::optional<std::int64_t> cached_tokens;
+  // Of the completion tokens, those the model spent reasoning: OpenAI's
+  // completion_tokens_details.reasoning_tokens. Whether they were streamed is the stream's to say.
+  std::optional<std::int64_t> reasoning_tokens;
 };
 
 struct ApiError {
@@ -93,6 +96,10 @@ class ChatStream final : public http::BodySink {
 
   std::optional<core::SteadyTime> first_event_at() const { return first_event_; }
   const std::vector<core::SteadyTime>& content_event_times() const { return content_times_; }
+  // The first event carrying reasoning (reasoning_content, reasoning, Anthropic's thinking) and
+  // the first carrying the answer (text or a tool call); both are content events.
+  std::optional<core::SteadyTime> first_reasoning_at() const { return first_reasoning_; }
+  std::optional<core::SteadyTime> first_answer_at() const { return first_answer_; }
   std::size_t event_count() const { return events_; }
   std::size_t malformed_count() const { return malformed_; }
   std::size_t oversized_count() const { return parser_.oversized_count(); }
@@ -110,7 +117,9 @@ class ChatStream final : public http::BodySink {
 
  private:
   void on_event(const http::SseEvent& ev, core::SteadyTime arrived);
-  bool on_anthropic_event(const nlohmann::json& j);  // true when it carried content
+  enum class Carried { Nothing, Reasoning, Answer };
+  Carried on_anthropic_event(const nlohmann::json& j);
+  void on_content(Carried what, core::SteadyTime arrived);
   void add_text(const std::string& s);
 
   Flavour flavour_;
@@ -119,6 +128,7 @@ class ChatStream final : public http::BodySink {
   std::vector<http::SseEvent> pending_;
   std::optional<core::SteadyTime> first_event_;
   std::vector<core::SteadyTime> content_times_;
+  std::optional<core::SteadyTime> first_reasoning_, first_answer_;
   std::size_t events_ = 0;
   std::size_t malformed_ = 0;
   bool done_ = false;

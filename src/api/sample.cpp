@@ -100,8 +100,13 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.cached_tokens = stream->usage().cached_tokens;
   s.output_tokens = stream->usage().completion_tokens;
   s.tokens_from_usage = s.output_tokens.has_value();
+  s.reasoning_tokens = stream->usage().reasoning_tokens;
+  if (s.reasoning_tokens && *s.reasoning_tokens > 0 && !stream->first_reasoning_at())
+    s.hidden_reasoning_tokens = *s.reasoning_tokens;
   if (s.request_id.empty()) s.request_id = stream->response_id();
   if (auto first = stream->first_event_at()) s.first_event_ms = core::to_ms(core::elapsed_us(r.started, *first));
+  if (auto t = stream->first_reasoning_at()) s.first_reasoning_ms = core::to_ms(core::elapsed_us(r.started, *t));
+  if (auto t = stream->first_answer_at()) s.first_answer_ms = core::to_ms(core::elapsed_us(r.started, *t));
   const auto& times = stream->content_event_times();
   if (!times.empty()) {
     s.ttft_ms = core::to_ms(core::elapsed_us(r.started, times.front()));
@@ -112,7 +117,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
       if (times[i] != times[i - 1]) ++s.content_arrivals;
     }
     // Without usage every content event is taken as one token, and the sample says so.
-    const double tokens = s.output_tokens ? static_cast<double>(*s.output_tokens) : static_cast<double>(times.size());
+    const double tokens = arrived_tokens(s).value_or(0);
     if (tokens > 0) s.events_per_token = static_cast<double>(times.size()) / tokens;
     if (tokens > 1 && times.size() > 1) {
       const double gen_ms = core::to_ms(core::elapsed_us(times.front(), times.back()));
@@ -143,8 +148,13 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
 }
 
 bool arrived_as_generated(const RequestSample& s) {
-  return s.output_tokens && static_cast<double>(s.content_arrivals) >=
-                                kClumpedBelowArrivalsPerToken * static_cast<double>(*s.output_tokens);
+  const auto tokens = arrived_tokens(s);
+  return s.output_tokens && tokens && static_cast<double>(s.content_arrivals) >= kClumpedBelowArrivalsPerToken * *tokens;
+}
+
+std::optional<double> arrived_tokens(const RequestSample& s) {
+  if (!s.output_tokens) return s.content_events > 0 ? std::optional<double>(static_cast<double>(s.content_events)) : std::nullopt;
+  return static_cast<double>(std::max<std::int64_t>(0, *s.output_tokens - s.hidden_reasoning_tokens));
 }
 
 namespace {
@@ -183,6 +193,10 @@ void visit_fields(Sample& s, F&& f) {
   f("prompt_tokens", s.prompt_tokens);
   f("output_tokens", s.output_tokens);
   f("cached_tokens", s.cached_tokens);
+  f("reasoning_tokens", s.reasoning_tokens);
+  f("hidden_reasoning_tokens", s.hidden_reasoning_tokens);
+  f("first_reasoning_ms", s.first_reasoning_ms);
+  f("first_answer_ms", s.first_answer_ms);
   f("tokens_from_usage", s.tokens_from_usage);
   f("events_count", s.events);
   f("content_events_count", s.content_events);

@@ -47,6 +47,12 @@ struct RequestSample {
       total_ms, transfer_ms, tpot_ms, output_tokens_per_s, events_per_token;
   std::optional<std::int64_t> prompt_tokens, output_tokens;
   std::optional<std::int64_t> cached_tokens;  // prompt tokens the provider served from its cache
+  // A reasoning model's: of the output tokens, those it spent reasoning (usage); the first event
+  // of its reasoning and of its answer; and the reasoning tokens usage counts that never arrived
+  // (hidden reasoning: OpenAI's reasoning models stream only the answer).
+  std::optional<std::int64_t> reasoning_tokens;
+  std::optional<double> first_reasoning_ms, first_answer_ms;
+  std::int64_t hidden_reasoning_tokens = 0;
   bool tokens_from_usage = false;
   std::size_t events = 0, content_events = 0, malformed_events = 0;
   std::size_t content_arrivals = 0;  // distinct moments content arrived: fewer than events when clumped
@@ -72,6 +78,9 @@ inline bool is_failure(const RequestSample& s) { return !s.ok && s.limit.empty()
 // buffering rules' bar), and its time per token times the clumps, not the decode.
 inline constexpr double kClumpedBelowArrivalsPerToken = 0.3;
 bool arrived_as_generated(const RequestSample& s);
+// The output tokens that arrived: usage's count less the hidden reasoning tokens; without usage,
+// the content events. Time per token and arrivals per token are over these.
+std::optional<double> arrived_tokens(const RequestSample& s);
 
 // Builds the sample of a streamed request (stream != nullptr) or of a non-streamed one.
 RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model,

@@ -140,6 +140,7 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   r.get("bucket_size", m.bucket_size, 0, 1e6);
   r.get("bucket_per_s", m.bucket_per_s, 0, 1e6);
   r.get("reasoning_tokens", m.reasoning_tokens, 0, 1e6);
+  r.get_bool("reasoning_visible", m.reasoning_visible);
   if (const json* rs = r.child("rejects")) {
     for (std::size_t i = 0; rs->is_array() && i < rs->size(); ++i) {
       const json& p = (*rs)[i];

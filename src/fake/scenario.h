@@ -80,9 +80,12 @@ struct ModelSpec {
   // Steady traffic under the rate never meets it; a burst does. 0 = no bucket.
   double bucket_size = 0;
   double bucket_per_s = 0;
-  // Hidden reasoning: the model thinks this many tokens, at its decode speed, before the first
-  // visible one; usage counts them in completion_tokens (completion_tokens_details.reasoning_tokens).
+  // Reasoning: the model thinks this many tokens, at its decode speed, before its answer; usage
+  // counts them in completion_tokens (completion_tokens_details.reasoning_tokens). Hidden, as
+  // OpenAI's reasoning models do, unless reasoning_visible streams them first as reasoning_content
+  // deltas (vLLM's and SGLang's reasoning parsers; Anthropic's thinking_delta).
   int reasoning_tokens = 0;
+  bool reasoning_visible = false;
   // Scale-to-zero is cold_start with a long idle_s (60 s and more) and a penalty of seconds.
   // Parameters the model refuses with 400, in OpenAI's words for its reasoning models:
   // "max_tokens" (it wants max_completion_tokens) and "temperature" (only the default).

@@ -743,6 +743,19 @@ struct Server::Impl {
       return false;
     }
 
+    // Visible reasoning streams before the answer, a token at a time at the decode speed, the last
+    // one a token's time before the answer's first.
+    for (int i = 0; spec.reasoning_visible && i < reasoning; ++i) {
+      const std::string word = kWords[(i + 3) % std::size(kWords)];
+      const std::string ev =
+          anthropic ? named("content_block_delta",
+                            R"({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":")" +
+                                word + "\"}}")
+                    : event(chunk_head + "{\"index\":0,\"delta\":{\"reasoning_content\":\"" + word +
+                            "\"},\"finish_reason\":null}]}");
+      if (!sleep_until(first_at - from_ms(per_token_ms * (reasoning - i))) || !send(ev)) return false;
+    }
+
     // A buffering intermediary releases what it holds on a fixed grid after the first token.
     std::string held;
     auto flush_time_for = [&](Clock::time_point produced) {

@@ -244,8 +244,9 @@ CauseSignal signal_of(const std::string& cause) {
   if (cause == "tls_slow") return {"TLS time", field(&S::tls_ms)};
   if (cause == "buffering")  // tokens per separate arrival: high when the stream comes in clumps
     return {"tokens per arrival", [](const S& s) -> std::optional<double> {
-              if (!s.output_tokens || s.content_arrivals == 0) return std::nullopt;
-              return static_cast<double>(*s.output_tokens) / static_cast<double>(s.content_arrivals);
+              const auto n = api::arrived_tokens(s);
+              if (!s.output_tokens || !n || s.content_arrivals == 0) return std::nullopt;
+              return *n / static_cast<double>(s.content_arrivals);
             }};
   if (cause == "errors")
     return {"failed first", [](const S& s) -> std::optional<double> { return s.ok ? 0.0 : 1.0; }};

@@ -77,6 +77,45 @@ TEST_CASE("run: a reasoning model that refuses max_tokens and temperature is ada
   CHECK(text.out.find("Adapted to the endpoint: temperature left out: the model takes only its default") != std::string::npos);
 }
 
+TEST_CASE("run: a reasoning model's timings, its reasoning hidden or streamed, and no buffering read into hidden tokens") {
+  // Planted: 40 ms before the first token, 8 ms a token, 50 reasoning tokens (400 ms) before the
+  // answer. Hidden, as OpenAI's reasoning models do; streamed, as vLLM's reasoning parser does.
+  for (const bool visible : {false, true}) {
+    CAPTURE(visible);
+    auto server = test::start_fake(std::string(R"({"models": {"o": {"overhead_ms": 40, "decode_ms_per_token": 8, )") +
+                                   R"("reasoning_tokens": 50, "reasoning_visible": )" + (visible ? "true" : "false") + "}}}");
+    auto r = run({"--base-url", server->base_url(), "--model", "o", "--checks", "baseline,sweep", "--quick", "--json", "-"});
+    CAPTURE(r.err);
+    const auto j = nlohmann::json::parse(r.out);
+    std::string findings;
+    for (const auto& f : j["diagnosis"]) findings += f["rule"].get<std::string>() + " (" + f["severity"].get<std::string>() + ") ";
+    CAPTURE(findings);
+    CHECK(r.exit_code == 0);  // a model that reasons is not a fault
+    const auto& b = j["checks"]["baseline"]["metrics"];
+    CHECK(b["reasoning_tokens_p50_count"].get<double>() == 50);
+    CHECK(b["hidden_reasoning_ratio"].get<double>() == (visible ? 0.0 : 1.0));
+    CHECK(b["first_answer_p50_ms"].get<double>() == doctest::Approx(440).epsilon(0.1));
+    CHECK(b["reasoning_p50_ms"].get<double>() == doctest::Approx(400).epsilon(0.1));
+    // The first token is the first reasoning token when it streams, the answer's when it does not.
+    CHECK(b["ttft_p50_ms"].get<double>() == doctest::Approx(visible ? 40 : 440).epsilon(0.1));
+    // Time per token over what arrived: 8 ms either way, not 32 answer tokens spread over 82.
+    CHECK(b["tpot_p50_ms"].get<double>() == doctest::Approx(8).epsilon(0.1));
+    CHECK(b["arrivals_per_token_ratio"].get<double>() > 0.9);
+    for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "buffering");
+    bool noted = false;
+    for (const auto& f : j["diagnosis"]) noted = noted || f["rule"] == "decode.reasoning";
+    CHECK(noted);
+    // The sweep fits no prefill through hidden thinking, and says why.
+    const auto& sweep = j["checks"]["sweep"];
+    CHECK(sweep["metrics"].contains("prefill_ms_per_token") == visible);
+    CHECK(sweep["details"].contains("prefill_not_fitted") == !visible);
+    CHECK(sweep["metrics"]["decode_ms_per_token"].get<double>() == doctest::Approx(8).epsilon(0.1));
+    int first_reasoning = 0;
+    for (const auto& s : j["checks"]["baseline"]["samples"]) first_reasoning += s["first_reasoning_ms"].is_number();
+    CHECK((first_reasoning > 0) == visible);
+  }
+}
+
 TEST_CASE("run --max-requests is never exceeded") {
   auto server = test::start_fake(kHealthy);
   const auto r = run({"--base-url", server->base_url(), "--model", "big", "--checks", "baseline,sweep,concurrency",

@@ -205,6 +205,37 @@ TEST_CASE("content events are stamped with their arrival, not with parse time") 
   CHECK(cs.text() == "Hello there, café 你好!");
 }
 
+TEST_CASE("a reasoning stream: the first reasoning and the first answer event apart, and usage's reasoning tokens") {
+  const std::string think = R"(data: {"choices":[{"index":0,"delta":{"reasoning_content":" hmm"}}]})" "\n\n";
+  const std::string answer = R"(data: {"choices":[{"index":0,"delta":{"content":" Yes"}}]})" "\n\n";
+  const std::string usage =
+      R"(data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":2}}})"
+      "\n\ndata: [DONE]\n\n";
+  const auto t0 = core::SteadyClock::now();
+  SUBCASE("streamed reasoning") {
+    ChatStream cs = feed(think + think + answer + usage, 2 * think.size(), t0);
+    CHECK(*cs.first_reasoning_at() == t0);
+    CHECK(*cs.first_answer_at() == t0 + std::chrono::milliseconds(10));
+    CHECK(cs.content_event_times().size() == 3);
+    CHECK(cs.usage().reasoning_tokens == 2);
+    CHECK(cs.usage().completion_tokens == 3);
+  }
+  SUBCASE("hidden reasoning: only the answer arrives") {
+    ChatStream cs = feed(answer + usage, answer.size(), t0);
+    CHECK_FALSE(cs.first_reasoning_at().has_value());
+    CHECK(*cs.first_answer_at() == t0);
+    CHECK(cs.usage().reasoning_tokens == 2);
+  }
+  SUBCASE("Anthropic's thinking_delta is reasoning, text_delta the answer") {
+    ChatStream a(Flavour::Anthropic);
+    CHECK(a.on_body("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n", t0));
+    CHECK(a.on_body("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Yes\"}}\n\n",
+                    t0 + std::chrono::milliseconds(5)));
+    CHECK(*a.first_reasoning_at() == t0);
+    CHECK(*a.first_answer_at() == t0 + std::chrono::milliseconds(5));
+  }
+}
+
 TEST_CASE("llama.cpp timings and error details are kept") {
   ChatStream ll = feed(read_stream("llamacpp.sse"), 0, core::SteadyClock::now());
   CHECK(ll.server_timings()["predicted_per_token_ms"] == doctest::Approx(20.3));
