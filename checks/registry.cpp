@@ -65,6 +65,17 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.slow_episodes_count", "count", "runs of slow requests in a row"},
       {"run.slow_period_s", "s", "median gap between the starts of slow episodes (three or more)"},
       {"run.slow_tpot_excess_ms_per_token", "ms", "median extra time per token of the slow requests over their model's usual time per token"},
+      // The engine's own /metrics, scraped before and after each check (run/engine_metrics.h).
+      {"run.engine_scrapes_count", "count", "scrapes of the engine's /metrics that were read"},
+      {"run.engine_waiting_max_count", "count", "most requests the engine had waiting at any scrape"},
+      {"run.engine_running_max_count", "count", "most requests the engine had running at any scrape"},
+      {"run.engine_kv_cache_usage_max_ratio", "ratio", "the engine's largest KV cache use at any scrape"},
+      {"run.engine_preemptions_count", "count", "sequences the engine preempted during the run"},
+      {"run.engine_queue_time_mean_ms", "ms", "the engine's mean queue time of the requests it finished during the run"},
+      {"run.engine_ttft_mean_ms", "ms", "the engine's mean time to first token (from arrival) during the run"},
+      {"run.engine_prefix_cache_hit_ratio", "ratio", "prompt tokens the engine found in its prefix cache during the run, of those it looked up"},
+      {"run.engine_concurrency_requests_count", "count", "requests the engine finished during the concurrency check"},
+      {"run.engine_concurrency_queue_time_mean_ms", "ms", "the engine's mean queue time of those requests"},
       // The reference request findings are priced on (--workload, run/workload.h).
       {"run.workload_prompt_tokens_count", "count", "the reference request's prompt tokens (--workload prompt=, default 1024)"},
       {"run.workload_output_tokens_count", "count", "its output tokens (--workload output=, default 128)"},

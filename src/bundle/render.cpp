@@ -187,6 +187,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) o << priced << "\n\n";
   if (!r.adaptations.empty()) o << run::describe_adaptations(r.adaptations) << "\n";
   if (const auto how = run::describe_requests(r); !how.empty()) o << how << "\n";
+  if (const auto engine = run::describe_engine(r.engine, r.run_metrics); !engine.empty()) o << engine << "\n";
   int i = 0;
   for (const auto& f : r.diagnosis) {
     o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_and_scope(f)

@@ -41,7 +41,7 @@ int compare_with(const CompareOptions& o) {
     if (!dir.empty()) out.bundle = dir + "/" + spec->name;
     auto s = run::Session::open({plan.value(), o.run.rules_dir, o.run.slo, out, "infdoctor compare (side " + spec->name + ")",
                                  o.run.quiet},
-                                {ep.value(), spec->endpoint.preset, spec->models, o.run.max_requests});
+                                {ep.value(), spec->endpoint.preset, spec->models, o.run.max_requests, {}});
     if (!s.ok()) return fail({s.error().code, spec->name + ": " + s.error().message, s.error().detail});
     specs.push_back(std::move(spec.value()));
     sessions.push_back(std::move(s.value()));

@@ -19,7 +19,14 @@ int run_with(const RunOptions& o, const std::string& command_line, run::RunResul
   auto plan = run::make_plan(o.plan);
   if (!plan.ok()) return fail(plan.error());
   if (auto slos = run::parse_slos(o.slo); !slos.ok()) return fail(slos.error());  // --dry-run checks them too
-  run::Subject subject{ep.value(), o.endpoint.preset, {o.model, o.small_model}, o.max_requests};
+  // The engines whose presets these are answer /metrics beside their API; other endpoints are
+  // scraped only when asked, since a hosted API's /metrics is not the engine's.
+  std::string metrics_url = o.metrics_url;
+  if (metrics_url.empty() && (o.endpoint.preset == "vllm" || o.endpoint.preset == "sglang" ||
+                              o.endpoint.preset == "tgi" || o.endpoint.preset == "llama.cpp"))
+    metrics_url = run::metrics_url_for(ep->base_url);
+  if (metrics_url == "none") metrics_url.clear();
+  run::Subject subject{ep.value(), o.endpoint.preset, {o.model, o.small_model}, o.max_requests, metrics_url};
   if (o.dry_run) {
     std::cout << run::dry_run_text(run::planned_steps(plan.value(), subject.models), subject.endpoint, o.max_requests);
     return kExitOk;
@@ -52,6 +59,10 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   run::Outputs& out = opts->outputs;
   cmd->add_option("--model", opts->model, "the model to diagnose (without it the model checks are skipped)");
   cmd->add_option("--small-model", opts->small_model, "a small model on the same endpoint, for comparison");
+  cmd->add_option("--metrics-url", opts->metrics_url,
+                  "the engine's Prometheus /metrics (vLLM, SGLang, TGI, llama.cpp), read before and after each check so the\n"
+                  "report sets the engine's own queue and first-token times beside the measured ones (default with\n"
+                  "--preset vllm, sglang, tgi or llama.cpp: /metrics beside the base URL; \"none\" to skip)");
   cmd->add_option("--max-requests", opts->max_requests, "most model requests the run may send")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();

@@ -14,6 +14,7 @@ struct RunOptions {
   std::string model;
   std::string small_model;
   int max_requests = 500;
+  std::string metrics_url;  // --metrics-url; the engine presets' /metrics when unset
   run::PlanOptions plan;
   run::Outputs outputs;
   std::string rules_dir;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <array>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -102,6 +103,54 @@ std::optional<Clock::time_point> whole_request_arrival(int fd, bool& idle) {
   }
   return std::nullopt;
 }
+
+// What the fake says of itself at GET /metrics, under vLLM's metric names: requests running and
+// waiting for a slot, histograms of the time waiting and to the first token (planted, from the
+// request's arrival), and the prefix cache's queried and hit prompt tokens.
+struct EngineStats {
+  static constexpr double kBuckets[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  struct Histogram {
+    std::array<std::uint64_t, std::size(kBuckets)> le{};
+    std::uint64_t count = 0;
+    double sum = 0;
+    void add(double s) {
+      for (std::size_t i = 0; i < le.size(); ++i) le[i] += s <= kBuckets[i];
+      ++count;
+      sum += s;
+    }
+  };
+  std::mutex mu;
+  int running = 0, waiting = 0;
+  Histogram queue, ttft;
+  std::uint64_t prefix_queries = 0, prefix_hits = 0;
+
+  std::string exposition(int capacity) {
+    std::lock_guard lock(mu);
+    std::ostringstream o;
+    o << "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+      << "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"fake\"} " << running << "\n"
+      << "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+      << "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"fake\"} " << waiting << "\n"
+      << "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"fake\"} "
+      << static_cast<double>(running) / std::max(1, capacity) << "\n"
+      << "# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total{model_name=\"fake\"} 0\n"
+      << "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{model_name=\"fake\"} "
+      << prefix_queries << "\n"
+      << "# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{model_name=\"fake\"} " << prefix_hits
+      << "\n";
+    const auto histogram = [&](const char* name, const Histogram& h) {
+      o << "# TYPE " << name << " histogram\n";
+      for (std::size_t i = 0; i < h.le.size(); ++i)
+        o << name << "_bucket{model_name=\"fake\",le=\"" << kBuckets[i] << "\"} " << h.le[i] << "\n";
+      o << name << "_bucket{model_name=\"fake\",le=\"+Inf\"} " << h.count << "\n"
+        << name << "_sum{model_name=\"fake\"} " << h.sum << "\n"
+        << name << "_count{model_name=\"fake\"} " << h.count << "\n";
+    };
+    histogram("vllm:request_queue_time_seconds", queue);
+    histogram("vllm:time_to_first_token_seconds", ttft);
+    return o.str();
+  }
+};
 
 // Per-model state shared by the connections: request counter, slots, idleness.
 struct ModelState {
@@ -243,6 +292,7 @@ struct Server::Impl {
   std::uint16_t port = 0;
 
   std::map<std::string, std::unique_ptr<ModelState>> models;
+  EngineStats engine;
   std::mutex rng_mu;
   std::mt19937_64 rng;
   std::atomic<std::uint64_t> request_counter{0};
@@ -258,6 +308,11 @@ struct Server::Impl {
   };
   std::list<Conn> conns;
   std::vector<ServedRequest> log;
+
+  void engine_count(int EngineStats::*field, int delta) {
+    std::lock_guard lock(engine.mu);
+    engine.*field += delta;
+  }
 
   // Waits until `t` or until the server stops; false when stopping.
   bool sleep_until(Clock::time_point t) {
@@ -403,6 +458,12 @@ struct Server::Impl {
     const bool keep = req.keep_alive();
 
     if (target == "/health") return write_simple(stream, 200, "{\"status\":\"ok\"}", keep, base_headers);
+    if (target == "/metrics") {
+      int capacity = 0;
+      for (const auto& [_, m] : models) capacity += m->spec.slots > 0 ? m->spec.slots : 256;
+      base_headers.emplace_back("content-type", "text/plain; version=0.0.4");
+      return write_simple(stream, 200, engine.exposition(capacity), keep, base_headers);
+    }
     const bool is_models = target == "/v1/models" || target == "/models";
     const bool is_chat = target == "/v1/chat/completions" || target == "/chat/completions";
     const bool is_messages = target == "/v1/messages" || target == "/messages";
@@ -597,7 +658,9 @@ struct Server::Impl {
         st.queue.push_back(ticket);
         const auto admissible = [&] { return stop_flag.load() || (st.queue.front() == ticket && st.busy < spec.slots); };
         waited = !admissible();
+        if (waited) engine_count(&EngineStats::waiting, +1);
         st.cv.wait(lock, admissible);
+        if (waited) engine_count(&EngineStats::waiting, -1);
         if (stop_flag.load()) return false;
         st.queue.pop_front();
       }
@@ -615,16 +678,19 @@ struct Server::Impl {
       ++st.in_flight;
       if (spec.slots > 0) st.cv.notify_all();  // the next in line may be admitted too
     }
+    engine_count(&EngineStats::running, +1);
     struct SlotGuard {
       ModelState& st;
+      Impl& im;
       ~SlotGuard() {
+        im.engine_count(&EngineStats::running, -1);
         std::lock_guard lock(st.mu);
         --st.busy;
         --st.in_flight;
         st.last_done = Clock::now();
         if (st.spec.slots > 0) st.cv.notify_all();
       }
-    } guard{st};
+    } guard{st, *this};
     const auto admitted = waited ? Clock::now() : parsed_at;
     const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
     const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
@@ -635,6 +701,13 @@ struct Server::Impl {
                                     jitter(spec.jitter_ms)) +
                             (cold ? spec.cold_penalty_ms : 0.0) + per_token_ms * spec.reasoning_tokens;
     const auto first_at = admitted + from_ms(std::max(0.0, first_ms));
+    {
+      std::lock_guard lock(engine.mu);
+      engine.queue.add(queue_ms / 1000.0);
+      engine.ttft.add(std::chrono::duration<double>(first_at - arrived).count());
+      engine.prefix_queries += prompt_tokens;
+      engine.prefix_hits += cached_tokens;
+    }
     Clock::duration shift{};  // a planted stall pushes every later token back
     const auto token_at = [&](int i) { return first_at + shift + from_ms(per_token_ms * i); };
     const int reasoning = spec.reasoning_tokens;

@@ -119,6 +119,7 @@ std::string render_text(const run::RunResult& r) {
   if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) out += "\n" + priced + "\n";
   if (!r.adaptations.empty()) out += run::describe_adaptations(r.adaptations);
   out += run::describe_requests(r);
+  out += run::describe_engine(r.engine, r.run_metrics);
   // What the rules could not judge for want of samples is said, not left to silence.
   if (auto n = r.run_metrics.find("run.series_samples_count");
       n != r.run_metrics.end() && n->second > 0 && n->second < static_cast<double>(stats::kMinSamples))

@@ -121,6 +121,13 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
     out.run_metrics["run.slow_tpot_excess_ms_per_token"] = *series.slow_excess_ms_per_token;
   if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
+  if (const EngineScraper* e = side.engine) {
+    for (const auto& [k, v] : engine_metrics(e->snapshots())) out.run_metrics[k] = v;
+    out.engine = {{"url", e->url()},
+                  {"engine", e->snapshots().empty() ? nlohmann::json(nullptr) : nlohmann::json(e->snapshots().front().engine)},
+                  {"scrapes_count", e->snapshots().size()},
+                  {"failure", core::text_or_null(e->failure())}};
+  }
   out.adaptations = pacer.adaptations();
   out.finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   if (core::interrupted()) out.interrupted_by = core::interrupt_name();
@@ -132,12 +139,15 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
 std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides) {
   std::vector<RunResult> out;
   for (const auto& side : sides) out.push_back(begin_run(*side.ctx));
+  for (const auto& side : sides)
+    if (side.engine) side.engine->scrape(side.ctx->http(), "");
   std::size_t turn = 0;
   const auto chosen = selected(plan);
   for (const auto* e : chosen) {
     for (std::size_t k = 0; k < sides.size(); ++k) {
       const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
       run_one(*e, plan, sides[i], out[i], static_cast<int>(turn + 1), static_cast<int>(chosen.size()));
+      if (sides[i].engine) sides[i].engine->scrape(sides[i].ctx->http(), e->id);
     }
     ++turn;
   }
@@ -176,6 +186,7 @@ nlohmann::json to_json(const RunResult& r) {
           {"history", history},
           {"preset", r.preset},
           {"adaptations", adaptations},
+          {"engine", r.engine},
           {"interrupted_by", core::text_or_null(r.interrupted_by)},
           {"unreachable", core::text_or_null(r.unreachable)},
           {"checks", checks}};
@@ -429,6 +440,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
     if (auto p = j.find("preset"); p != j.end() && p->is_object()) r.preset = *p;
+    if (auto e = j.find("engine"); e != j.end() && e->is_object()) r.engine = *e;
     if (auto a = j.find("adaptations"); a != j.end() && a->is_array())
       for (const auto& e : *a)
         if (e.is_object())

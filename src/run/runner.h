@@ -7,6 +7,7 @@
 
 #include "api/flavour.h"
 #include "checks/check.h"
+#include "run/engine_metrics.h"
 #include "core/result.h"
 #include "rules/rules.h"
 #include "core/progress.h"
@@ -32,6 +33,9 @@ struct RunResult {
   checks::Models models;  // the target model and the small one, as asked ("" when not)
   // What the run changed in its requests because the endpoint refused them (Pacer::adaptations).
   std::vector<Adaptation> adaptations;
+  // With an engine's /metrics scraped (--metrics-url, or the vllm, sglang, tgi and llama.cpp
+  // presets): {"url", "engine", "scrapes_count", "failure"}; null without.
+  nlohmann::json engine;
 };
 
 // "Adapted to the endpoint: max_tokens renamed to max_completion_tokens (it said: ...)"; one line
@@ -105,6 +109,7 @@ struct Side {
   checks::CheckContext* ctx;
   Pacer* pacer;
   core::Progress* progress = nullptr;  // told which check of how many runs; none in tests
+  EngineScraper* engine = nullptr;     // the engine's /metrics, read before and after each check
 };
 
 RunResult run_checks(const RunPlan& plan, const Side& side);

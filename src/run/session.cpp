@@ -69,6 +69,8 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
   ports.waiting = waiting;
   s->ctx_ = std::make_unique<checks::CheckContext>(target.value(), s->subject_.endpoint, std::move(ports));
   s->ctx_->set_models(s->subject_.models);
+  if (!s->subject_.metrics_url.empty())
+    s->engine_ = std::make_unique<EngineScraper>(s->subject_.metrics_url, s->subject_.endpoint);
   bundle::SampleLog* log = s->samples_.get();
   const bool verbose = o.verbose;
   if (log || verbose)
@@ -113,7 +115,7 @@ std::vector<RunResult> Session::measure_together(const std::vector<Session*>& se
   std::vector<Side> sides;
   for (auto* s : sessions) {
     if (sessions.size() == 1) s->announce();
-    sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get()});
+    sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get(), s->engine_.get()});
   }
   core::install_interrupt_handlers();
   std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);

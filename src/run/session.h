@@ -29,6 +29,7 @@ struct Subject {
   std::string preset;  // its name, when the endpoint came from one: the run counts its signals
   checks::Models models;
   int max_requests = 500;
+  std::string metrics_url;  // the engine's /metrics, scraped before and after each check; "" none
 };
 
 struct Outputs {
@@ -78,6 +79,7 @@ class Session {
   rules::RuleSet rules_;
   std::vector<Slo> slos_;
   std::unique_ptr<history::History> history_;
+  std::unique_ptr<EngineScraper> engine_;
   std::unique_ptr<bundle::Writer> bundle_;
   std::unique_ptr<bundle::SampleLog> samples_;
   std::unique_ptr<core::Progress> progress_;

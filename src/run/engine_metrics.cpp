@@ -1,0 +1,185 @@
+#include "run/engine_metrics.h"
+
+#include <algorithm>
+
+#include "core/strings.h"
+
+namespace infdoctor::run {
+namespace {
+
+// Each engine's names for the same quantities; "" where it has none.
+struct EngineNames {
+  const char* engine;
+  const char* prefix;  // every metric of the engine starts with it
+  const char* running;
+  const char* waiting;
+  std::vector<const char*> kv_usage;  // the first present is read (names changed across versions)
+  const char* preemptions;
+  const char* queue_histogram;  // seconds
+  const char* ttft_histogram;   // seconds
+  const char* prefix_queries;
+  const char* prefix_hits;
+};
+
+const std::vector<EngineNames>& engines() {
+  static const std::vector<EngineNames> k = {
+      {"vLLM", "vllm:", "vllm:num_requests_running", "vllm:num_requests_waiting",
+       {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, "vllm:num_preemptions_total",
+       "vllm:request_queue_time_seconds", "vllm:time_to_first_token_seconds", "vllm:prefix_cache_queries_total",
+       "vllm:prefix_cache_hits_total"},
+      {"SGLang", "sglang:", "sglang:num_running_reqs", "sglang:num_queue_reqs", {"sglang:token_usage"}, "",
+       "sglang:queue_time_seconds", "sglang:time_to_first_token_seconds", "", ""},
+      {"TGI", "tgi_", "tgi_batch_current_size", "tgi_queue_size", {}, "", "tgi_request_queue_duration", "", "", ""},
+      {"llama.cpp", "llamacpp:", "llamacpp:requests_processing", "llamacpp:requests_deferred",
+       {"llamacpp:kv_cache_usage_ratio"}, "", "", "", "", ""},
+  };
+  return k;
+}
+
+std::optional<double> named(const prom::Exposition& e, const char* name) {
+  if (!name || !*name) return std::nullopt;
+  return prom::sum(e, name);
+}
+
+std::optional<double> delta(const std::optional<double>& a, const std::optional<double>& b) {
+  if (!a || !b || *b < *a) return std::nullopt;  // a counter that went back: the engine restarted
+  return *b - *a;
+}
+
+// The mean in milliseconds of what a histogram observed between two snapshots.
+std::optional<double> mean_ms(const std::optional<double>& sum0, const std::optional<double>& count0,
+                              const std::optional<double>& sum1, const std::optional<double>& count1) {
+  const auto n = delta(count0, count1), s = delta(sum0, sum1);
+  if (!n || !s || *n <= 0) return std::nullopt;
+  return *s / *n * 1000.0;
+}
+
+std::string text(const char* fmt, double v) {
+  std::string out;
+  core::appendf(out, fmt, v);
+  return out;
+}
+
+}  // namespace
+
+std::optional<EngineSnapshot> read_engine(const prom::Exposition& e) {
+  for (const auto& n : engines()) {
+    const bool present = std::any_of(e.samples.begin(), e.samples.end(),
+                                     [&](const prom::Sample& s) { return s.name.rfind(n.prefix, 0) == 0; });
+    if (!present) continue;
+    EngineSnapshot s;
+    s.engine = n.engine;
+    s.running = named(e, n.running);
+    s.waiting = named(e, n.waiting);
+    for (const char* k : n.kv_usage)
+      if (!s.kv_usage_ratio) s.kv_usage_ratio = named(e, k);
+    s.preemptions = named(e, n.preemptions);
+    if (*n.queue_histogram) {
+      s.queue_sum_s = prom::sum(e, std::string(n.queue_histogram) + "_sum");
+      s.queue_count = prom::sum(e, std::string(n.queue_histogram) + "_count");
+    }
+    if (*n.ttft_histogram) {
+      s.ttft_sum_s = prom::sum(e, std::string(n.ttft_histogram) + "_sum");
+      s.ttft_count = prom::sum(e, std::string(n.ttft_histogram) + "_count");
+    }
+    s.prefix_queries = named(e, n.prefix_queries);
+    s.prefix_hits = named(e, n.prefix_hits);
+    return s;
+  }
+  return std::nullopt;
+}
+
+std::string metrics_url_for(const std::string& base_url) {
+  const auto scheme = base_url.find("://");
+  const auto path = base_url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  return (path == std::string::npos ? base_url : base_url.substr(0, path)) + "/metrics";
+}
+
+void EngineScraper::scrape(checks::HttpPort& http, const std::string& after) {
+  if (!failure_.empty()) return;
+  http::Request req;
+  req.url = url_;
+  endpoint_.add_headers(req.headers);  // an engine started with --api-key guards /metrics too
+  req.resolve = endpoint_.resolve;
+  req.tls = endpoint_.tls;
+  req.proxy = endpoint_.proxy;
+  req.timeout = std::chrono::milliseconds(5000);
+  req.connect_timeout = std::chrono::milliseconds(3000);
+  req.max_body_bytes = 8u << 20;
+  const http::Response r = http.perform(req);
+  if (!r.status.ok()) {
+    failure_ = r.failed_phase + ": " + r.status.error().message;
+  } else if (r.http_status != 200) {
+    failure_ = "HTTP " + std::to_string(r.http_status);
+  } else if (auto e = prom::parse_exposition(r.body); !e.ok()) {
+    failure_ = e.error().message;
+  } else if (auto s = read_engine(e.value()); !s) {
+    failure_ = "no vLLM, SGLang, TGI or llama.cpp metric in it";
+  } else {
+    s->after = after;
+    snapshots_.push_back(std::move(*s));
+  }
+}
+
+std::map<std::string, double> engine_metrics(const std::vector<EngineSnapshot>& snaps) {
+  std::map<std::string, double> m;
+  if (snaps.empty()) return m;
+  m["run.engine_scrapes_count"] = static_cast<double>(snaps.size());
+  auto most = [&](std::optional<double> EngineSnapshot::*field, const char* name) {
+    std::optional<double> best;
+    for (const auto& s : snaps)
+      if (s.*field) best = std::max(best.value_or(*(s.*field)), *(s.*field));
+    if (best) m[name] = *best;
+  };
+  most(&EngineSnapshot::waiting, "run.engine_waiting_max_count");
+  most(&EngineSnapshot::running, "run.engine_running_max_count");
+  most(&EngineSnapshot::kv_usage_ratio, "run.engine_kv_cache_usage_max_ratio");
+  const EngineSnapshot &first = snaps.front(), &last = snaps.back();
+  if (auto d = delta(first.preemptions, last.preemptions)) m["run.engine_preemptions_count"] = *d;
+  if (auto v = mean_ms(first.queue_sum_s, first.queue_count, last.queue_sum_s, last.queue_count))
+    m["run.engine_queue_time_mean_ms"] = *v;
+  if (auto v = mean_ms(first.ttft_sum_s, first.ttft_count, last.ttft_sum_s, last.ttft_count))
+    m["run.engine_ttft_mean_ms"] = *v;
+  if (auto q = delta(first.prefix_queries, last.prefix_queries), h = delta(first.prefix_hits, last.prefix_hits); q && h && *q > 0)
+    m["run.engine_prefix_cache_hit_ratio"] = *h / *q;
+  // The concurrency check alone: from the scrape before it to the scrape after it.
+  for (std::size_t i = 1; i < snaps.size(); ++i) {
+    if (snaps[i].after != "concurrency") continue;
+    const EngineSnapshot &a = snaps[i - 1], &b = snaps[i];
+    if (auto n = delta(a.queue_count, b.queue_count)) m["run.engine_concurrency_requests_count"] = *n;
+    if (auto v = mean_ms(a.queue_sum_s, a.queue_count, b.queue_sum_s, b.queue_count))
+      m["run.engine_concurrency_queue_time_mean_ms"] = *v;
+  }
+  return m;
+}
+
+std::string describe_engine(const nlohmann::json& engine, const std::map<std::string, double>& m) {
+  if (!engine.is_object()) return {};
+  const std::string url = engine.value("url", std::string());
+  const int scrapes = engine.value("scrapes_count", 0);
+  std::string out;
+  if (scrapes > 0) {
+    auto get = [&](const char* name) -> std::optional<double> {
+      auto it = m.find(name);
+      return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    std::vector<std::string> parts;
+    if (auto v = get("run.engine_queue_time_mean_ms")) parts.push_back(text("queued %.0f ms on average", *v));
+    if (auto v = get("run.engine_ttft_mean_ms")) parts.push_back(text("first token %.0f ms after arrival on average", *v));
+    // Scrapes come between checks, when this run's own requests are done: a count there is others'.
+    if (auto v = get("run.engine_waiting_max_count"); v && *v > 0) parts.push_back(text("%.0f waiting between checks", *v));
+    if (auto v = get("run.engine_running_max_count"); v && *v > 0) parts.push_back(text("%.0f running between checks", *v));
+    if (auto v = get("run.engine_kv_cache_usage_max_ratio")) parts.push_back(text("KV cache at most %.0f %% used", *v * 100));
+    if (auto v = get("run.engine_preemptions_count")) parts.push_back(text("%.0f preemptions", *v));
+    if (auto v = get("run.engine_prefix_cache_hit_ratio"))
+      parts.push_back(text("prefix cache hits %.0f %% of prompt tokens", *v * 100));
+    out = engine.value("engine", std::string("The engine")) + "'s own /metrics (" + std::to_string(scrapes) +
+          " scrapes, before and after each check): " + core::join(parts, ", ") + ".\n";
+  }
+  if (engine.contains("failure") && engine["failure"].is_string())
+    out += "The engine's /metrics at " + url + " could not be read" + (scrapes > 0 ? " after that" : "") + ": " +
+           engine["failure"].get<std::string>() + ".\n";
+  return out;
+}
+
+}  // namespace infdoctor::run
