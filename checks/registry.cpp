@@ -65,6 +65,11 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.slow_episodes_count", "count", "runs of slow requests in a row"},
       {"run.slow_period_s", "s", "median gap between the starts of slow episodes (three or more)"},
       {"run.slow_tpot_excess_ms_per_token", "ms", "median extra time per token of the slow requests over their model's usual time per token"},
+      // What gateways say of themselves in response headers.
+      {"run.gateway_overhead_p50_ms", "ms", "median x-litellm-overhead-duration-ms: the time LiteLLM's proxy says it added"},
+      {"run.gateway_cache_hits_count", "count", "answers Cloudflare AI Gateway served from its cache (cf-aig-cache-status: HIT)"},
+      {"run.deployment_utilization_max_ratio", "ratio", "highest azure-openai-deployment-utilization: the Azure deployment's load"},
+      {"run.ratelimit_remaining_tokens_min_count", "count", "lowest x-ratelimit-remaining-tokens: the token budget left in the window"},
       // The engine's own /metrics, scraped before and after each check (run/engine_metrics.h).
       {"run.engine_scrapes_count", "count", "scrapes of the engine's /metrics that were read"},
       {"run.engine_waiting_max_count", "count", "most requests the engine had waiting at any scrape"},

@@ -1,6 +1,7 @@
 #include "api/chat.h"
 
 #include <memory>
+#include <random>
 
 namespace infdoctor::api {
 
@@ -37,13 +38,37 @@ http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bo
   return req;
 }
 
+namespace {
+std::string random_hex(std::size_t digits) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  while (out.size() < digits || out.find_first_not_of('0') == std::string::npos) {
+    if (out.size() == digits) out.clear();  // all zeros is invalid: draw again
+    const std::uint64_t v = rng();
+    for (int i = 0; i < 16 && out.size() < digits; ++i) out += kHex[(v >> (4 * i)) & 0xf];
+  }
+  return out;
+}
+}  // namespace
+
+std::string new_trace_id() { return random_hex(32); }
+
+std::string traceparent_header(const std::string& trace_id) {
+  return "traceparent: 00-" + trace_id + "-" + random_hex(16) + "-01";
+}
+
 std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, const std::vector<ChatRequest>& chats,
                                      bool fresh_connection) {
   std::vector<std::unique_ptr<ChatStream>> streams;
   std::vector<http::Request> reqs;
+  std::vector<std::string> trace_ids;
   reqs.reserve(chats.size());
   for (const auto& c : chats) {
     reqs.push_back(build_chat_request(ep, c, fresh_connection));
+    // Each request starts a trace of its own: a provider that traces finds this very request.
+    trace_ids.push_back(new_trace_id());
+    reqs.back().headers.push_back(traceparent_header(trace_ids.back()));
     streams.push_back(c.stream ? std::make_unique<ChatStream>(ep.flavour) : nullptr);
     reqs.back().sink = streams.back().get();
   }
@@ -53,6 +78,7 @@ std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, c
   for (std::size_t i = 0; i < chats.size(); ++i) {
     if (streams[i]) streams[i]->finish();
     out.push_back(make_sample(responses[i], streams[i].get(), chats[i].model, ep.flavour));
+    out.back().trace_id = trace_ids[i];
   }
   return out;
 }

@@ -33,6 +33,11 @@ struct Endpoint {
 
 http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bool fresh_connection);
 
+// A W3C Trace Context id (32 lower-case hex digits, never all zero), fresh and random; and the
+// traceparent header that starts a sampled trace with it, with a random parent span.
+std::string new_trace_id();
+std::string traceparent_header(const std::string& trace_id);
+
 // Sends every request in parallel (one at a time when given one) and measures each.
 std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, const std::vector<ChatRequest>& chats,
                                      bool fresh_connection = false);

@@ -174,6 +174,7 @@ void visit_fields(Sample& s, F&& f) {
   f("http_status", s.http_status);
   f("http_version", s.http_version);
   f("request_id", s.request_id);
+  f("trace_id", s.trace_id);
   f("remote_ip", s.remote_ip);
   f("local_ip", s.local_ip);
   f("connection_reused", s.connection_reused);

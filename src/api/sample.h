@@ -40,6 +40,7 @@ struct RequestSample {
   long http_status = 0;
   std::string http_version;
   std::string request_id;
+  std::string trace_id;  // the W3C trace id this request's traceparent carried
   std::string remote_ip;
   std::string local_ip;  // the client's own address on the connection
   bool connection_reused = false;

@@ -217,12 +217,12 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
       o << "\n## Requests that show " << rules::cause_label(*top) << " most (ranked by " << signal.name << ")\n\n";
     else
       o << "\n## Slowest requests\n\n";
-    o << "| started (UTC) | check | model | request id | prompt tokens | output tokens | TTFT ms | ms per token | total ms "
-         "| status |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    o << "| started (UTC) | check | model | request id | trace id | prompt tokens | output tokens | TTFT ms | ms per token "
+         "| total ms | status |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
     const auto count = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     for (const auto& [check, s] : rows)
-      o << "| " << s->started_at << " | " << check->id << " | " << md_cell(s->model) << " | `" << md_cell(s->request_id) << "` | "
-        << count(s->prompt_tokens) << " | " << count(s->output_tokens) << " | "
+      o << "| " << s->started_at << " | " << check->id << " | " << md_cell(s->model) << " | `" << md_cell(s->request_id) << "` | `"
+        << md_cell(s->trace_id) << "` | " << count(s->prompt_tokens) << " | " << count(s->output_tokens) << " | "
         << (s->ttft_ms ? fmt("%.1f", *s->ttft_ms) : "-") << " | " << (s->tpot_ms ? fmt("%.2f", *s->tpot_ms) : "-") << " | "
         << (s->total_ms ? fmt("%.1f", *s->total_ms) : "-") << " | " << (s->ok ? "ok" : s->error.empty() ? "failed" : s->error)
         << " |\n";

@@ -149,6 +149,13 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
     }
     if (!rs->is_array()) r.fail(path + ".rejects", "must be an array");
   }
+  if (const json* hs = r.child("headers")) {
+    if (!hs->is_object()) r.fail(path + ".headers", "must be an object of header names to string values");
+    for (auto it = hs->begin(); hs->is_object() && it != hs->end(); ++it) {
+      if (!it.value().is_string()) r.fail(path + ".headers." + it.key(), "must be a string");
+      else m.headers.emplace_back(it.key(), it.value().get<std::string>());
+    }
+  }
   if (const json* fs = r.child("faults")) {
     if (!fs->is_array()) {
       r.fail(path + ".faults", "must be an array");

@@ -90,6 +90,9 @@ struct ModelSpec {
   // Parameters the model refuses with 400, in OpenAI's words for its reasoning models:
   // "max_tokens" (it wants max_completion_tokens) and "temperature" (only the default).
   std::vector<std::string> rejects;
+  // Response headers sent with every answer, as a gateway in front adds them
+  // (x-litellm-overhead-duration-ms, cf-aig-cache-status, ...).
+  std::vector<std::pair<std::string, std::string>> headers;
   std::vector<FaultRule> faults;
 };
 

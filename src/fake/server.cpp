@@ -712,6 +712,7 @@ struct Server::Impl {
     const auto token_at = [&](int i) { return first_at + shift + from_ms(per_token_ms * i); };
     const int reasoning = spec.reasoning_tokens;
 
+    headers.insert(headers.end(), spec.headers.begin(), spec.headers.end());
     if (spec.timing_headers) {
       std::ostringstream st_hdr;
       st_hdr.setf(std::ios::fixed);

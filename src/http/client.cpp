@@ -457,11 +457,13 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
 }
 
 bool is_kept_header(std::string_view n) {
-  static constexpr std::array<std::string_view, 24> kKept = {
+  static constexpr std::array<std::string_view, 28> kKept = {
       "x-request-id", "request-id", "x-amzn-requestid", "apim-request-id", "cf-ray",
       "openai-processing-ms", "openai-model", "server-timing", "x-compute-time", "x-compute-type",
       "x-queue-time", "x-inference-time", "x-time-per-token", "x-prompt-tokens", "x-generated-tokens",
-      "x-envoy-upstream-service-time", "retry-after", "retry-after-ms", "content-type", "content-encoding", "server", "via", "x-cache", "age"};
+      "x-envoy-upstream-service-time", "retry-after", "retry-after-ms", "content-type", "content-encoding", "server", "via", "x-cache", "age",
+      // Gateways' own: LiteLLM's time, Cloudflare AI Gateway's cache, Azure's deployment load and region.
+      "x-litellm-overhead-duration-ms", "cf-aig-cache-status", "azure-openai-deployment-utilization", "x-ms-region"};
   if (std::find(kKept.begin(), kKept.end(), n) != kKept.end()) return true;
   return n.rfind("x-ratelimit-", 0) == 0 || n.rfind("anthropic-ratelimit-", 0) == 0;
 }

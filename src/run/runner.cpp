@@ -1,6 +1,8 @@
 #include "run/runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "checks/registry.h"
@@ -12,6 +14,7 @@
 #include "core/version.h"
 #include "history/history.h"
 #include "rules/embedded.h"
+#include "stats/fit.h"
 #include "stats/series.h"
 
 namespace infdoctor::run {
@@ -82,6 +85,38 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks,
   return stats::read_series(std::move(points));
 }
 
+// What gateways say of themselves in their response headers, over the run's model requests.
+std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckResult>& checks) {
+  std::vector<double> overhead, utilization, remaining;
+  int cache_hits = 0;
+  const auto number = [](const std::string& v) -> std::optional<double> {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || !std::isfinite(x)) return std::nullopt;
+    return x;
+  };
+  for (const auto& c : checks)
+    for (const auto& [s, _] : c.requests) {
+      const auto h = [&](const char* name) -> const std::string* {
+        auto it = s.headers.find(name);
+        return it == s.headers.end() ? nullptr : &it->second;
+      };
+      if (auto* v = h("x-litellm-overhead-duration-ms"))
+        if (auto x = number(*v)) overhead.push_back(*x);
+      if (auto* v = h("cf-aig-cache-status"); v && core::lower(*v) == "hit") ++cache_hits;
+      if (auto* v = h("azure-openai-deployment-utilization"))  // a percentage, "12.5%"
+        if (auto x = number(*v)) utilization.push_back(*x / 100.0);
+      if (auto* v = h("x-ratelimit-remaining-tokens"))
+        if (auto x = number(*v)) remaining.push_back(*x);
+    }
+  std::map<std::string, double> m;
+  if (auto v = stats::median(overhead)) m["run.gateway_overhead_p50_ms"] = *v;
+  m["run.gateway_cache_hits_count"] = cache_hits;
+  if (!utilization.empty()) m["run.deployment_utilization_max_ratio"] = *std::max_element(utilization.begin(), utilization.end());
+  if (!remaining.empty()) m["run.ratelimit_remaining_tokens_min_count"] = *std::min_element(remaining.begin(), remaining.end());
+  return m;
+}
+
 void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   const checks::CheckContext& ctx = *side.ctx;
   const Pacer& pacer = *side.pacer;
@@ -121,6 +156,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
     out.run_metrics["run.slow_tpot_excess_ms_per_token"] = *series.slow_excess_ms_per_token;
   if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
+  for (const auto& [k, v] : gateway_metrics(out.checks)) out.run_metrics[k] = v;
   if (const EngineScraper* e = side.engine) {
     for (const auto& [k, v] : engine_metrics(e->snapshots())) out.run_metrics[k] = v;
     out.engine = {{"url", e->url()},

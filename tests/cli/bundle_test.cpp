@@ -140,6 +140,38 @@ TEST_CASE("bundle: a canary key appears in no byte of either bundle form, nor on
   }
 }
 
+TEST_CASE("bundle: every model request carries a W3C traceparent, and samples.jsonl and summary.md keep its trace id") {
+  auto server = test::start_fake(R"({"models": {"big": {"overhead_ms": 20, "decode_ms_per_token": 3}}})");
+  test::TempFile holder("", "unused");
+  const std::string dir = (fs::path(holder.path()).parent_path() / "bundle").string();
+  const auto r = infdoctor({"run", "--base-url", server->base_url(), "--model", "big", "--checks", "baseline", "--quick",
+                            "--bundle", dir});
+  CHECK(r.exit_code == 0);
+  // What the server was sent: a version 00 traceparent, a sampled trace of its own per request.
+  std::set<std::string> sent;
+  for (const auto& s : server->served()) {
+    const auto it = s.headers.find("traceparent");
+    REQUIRE(it != s.headers.end());
+    const std::string& tp = it->second;
+    REQUIRE(tp.size() == 55);
+    CHECK(tp.rfind("00-", 0) == 0);
+    CHECK(tp.substr(35, 1) == "-");
+    CHECK(tp.substr(52) == "-01");
+    CHECK(tp.substr(3, 32).find_first_not_of("0123456789abcdef") == std::string::npos);
+    sent.insert(tp.substr(3, 32));
+  }
+  CHECK(sent.size() == server->served().size());  // never the same trace twice
+  std::set<std::string> kept;
+  std::istringstream lines(slurp(dir + "/samples.jsonl"));
+  for (std::string line; std::getline(lines, line);) kept.insert(nlohmann::json::parse(line)["trace_id"].get<std::string>());
+  CHECK(kept == sent);
+  const std::string summary = slurp(dir + "/summary.md");
+  CHECK(summary.find("| trace id |") != std::string::npos);
+  int shown = 0;  // the slowest requests' rows, each with its trace id beside its request id
+  for (const auto& id : sent) shown += summary.find("` | `" + id + "`") != std::string::npos;
+  CHECK(shown >= 1);
+}
+
 TEST_CASE("explain on a saved bundle reproduces the run's diagnosis exactly") {
   test::FakeProcess fake(scenario());
   REQUIRE(fake.ok());

@@ -64,4 +64,19 @@ TEST_CASE("engine /metrics: the vllm preset scrapes beside the base URL, and wha
   CHECK_FALSE(bad["run"]["metrics"].contains("engine_scrapes_count"));
 }
 
+TEST_CASE("gateway headers: LiteLLM's own time and Cloudflare AI Gateway's cache hits are kept, counted and spoken for") {
+  auto server = test::start_fake(R"({"models": {"big": {"overhead_ms": 80, "decode_ms_per_token": 5,
+      "headers": {"x-litellm-overhead-duration-ms": "45.5", "cf-aig-cache-status": "HIT", "x-ms-region": "West Europe"}}}})");
+  const auto j = test::run_results({"--base-url", server->base_url(), "--model", "big", "--quick", "--checks", "baseline"});
+  CAPTURE(rules_fired(j));
+  CHECK(j["run"]["metrics"]["gateway_overhead_p50_ms"].get<double>() == 45.5);
+  CHECK(j["run"]["metrics"]["gateway_cache_hits_count"] == 3);
+  CHECK(j["checks"]["baseline"]["samples"][0]["headers"]["x-ms-region"] == "West Europe");
+  const auto* f = finding(j, "gateway.overhead");
+  REQUIRE(f != nullptr);
+  CHECK((*f)["impact_ms"].get<double>() == 45.5);
+  CHECK((*f)["scope"] == "intermediary");
+  CHECK(finding(j, "gateway.cached_answers") != nullptr);
+}
+
 }  // namespace infdoctor
