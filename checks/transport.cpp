@@ -68,7 +68,8 @@ class TransportCheck final : public Check {
         path_(o.get_string(kInfo.id, "path", "/models")) {}
   const CheckInfo& info() const override { return kInfo; }
   std::vector<Step> plan() const override {
-    return {{std::to_string(samples_) + " GET " + path_ + " on fresh connections and " + std::to_string(samples_ + 1) +
+    return {{std::to_string(samples_) + " GET " + path_ + " on fresh connections (over https " + std::to_string(samples_ + 1) +
+                 " more offering the last TLS session) and " + std::to_string(samples_ + 1) +
                  " on one kept alive, to each of up to " + std::to_string(max_addresses_) + " addresses",
              0}};
   }

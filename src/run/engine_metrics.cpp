@@ -99,7 +99,8 @@ void EngineScraper::scrape(checks::HttpPort& http, const std::string& after) {
   if (!failure_.empty()) return;
   http::Request req;
   req.url = url_;
-  endpoint_.add_headers(req.headers);  // an engine started with --api-key guards /metrics too
+  // llama.cpp's server started with --api-key guards /metrics too; the key goes only where the API is.
+  if (metrics_url_for(url_) == metrics_url_for(endpoint_.base_url)) endpoint_.add_headers(req.headers);
   req.resolve = endpoint_.resolve;
   req.tls = endpoint_.tls;
   req.proxy = endpoint_.proxy;

@@ -34,7 +34,8 @@ class EngineScraper {
  public:
   EngineScraper(std::string url, const api::Endpoint& endpoint) : url_(std::move(url)), endpoint_(endpoint) {}
   const std::string& url() const { return url_; }
-  // Reads /metrics once; `after` names the check just run. Stops after the first failure.
+  // Reads /metrics once; `after` names the check just run. Stops after the first failure. The
+  // endpoint's key and headers go with it only when /metrics is on the API's own origin.
   void scrape(checks::HttpPort& http, const std::string& after);
   const std::vector<EngineSnapshot>& snapshots() const { return snapshots_; }
   const std::string& failure() const { return failure_; }

@@ -64,6 +64,30 @@ TEST_CASE("engine /metrics: the vllm preset scrapes beside the base URL, and wha
   CHECK_FALSE(bad["run"]["metrics"].contains("engine_scrapes_count"));
 }
 
+TEST_CASE("engine /metrics: the API key goes to /metrics only on the API's own origin") {
+  const std::string key = "sk-metrics-canary-1234567890";
+  auto api = test::start_fake(R"({"api_key": ")" + key + R"(", "models": {"big": {"overhead_ms": 20, "decode_ms_per_token": 3}}})");
+  // Another host that asks for a key of its own: what it is sent shows whether ours went along.
+  auto other = test::start_fake(R"({"api_key": "sk-other", "models": {"m": {"overhead_ms": 1}}})");
+  std::vector<std::string> argv = {"/usr/bin/env", "METRICS_TEST_KEY=" + key, test::infdoctor_bin(), "run",
+                                   "--base-url", api->base_url(), "--api-key-env", "METRICS_TEST_KEY", "--model", "big",
+                                   "--quick", "--checks", "baseline", "--metrics-url", other->base_url() + "/models", "--json", "-"};
+  auto r = net::run_command(argv, std::chrono::seconds(120));
+  REQUIRE(r.ok());
+  const auto j = nlohmann::json::parse(r->out);
+  CHECK(j["engine"]["failure"].get<std::string>().find("HTTP 401") != std::string::npos);
+  REQUIRE_FALSE(other->served().empty());
+  for (const auto& s : other->served()) CHECK(s.key_header.empty());
+  // On the API's own origin the key goes along (llama.cpp's server guards /metrics with it): the
+  // key-guarded models list answers, and is then no exposition.
+  argv[argv.size() - 3] = api->base_url() + "/models";
+  auto same = net::run_command(argv, std::chrono::seconds(120));
+  REQUIRE(same.ok());
+  const auto failure = nlohmann::json::parse(same->out)["engine"]["failure"].get<std::string>();
+  CHECK(failure.find("metrics exposition, line 1") != std::string::npos);
+  CHECK(same->out.find(key) == std::string::npos);
+}
+
 TEST_CASE("gateway headers: LiteLLM's own time and Cloudflare AI Gateway's cache hits are kept, counted and spoken for") {
   auto server = test::start_fake(R"({"models": {"big": {"overhead_ms": 80, "decode_ms_per_token": 5,
       "headers": {"x-litellm-overhead-duration-ms": "45.5", "cf-aig-cache-status": "HIT", "x-ms-region": "West Europe"}}}})");
