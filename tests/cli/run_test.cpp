@@ -83,8 +83,10 @@ TEST_CASE("run: a reasoning model's timings, its reasoning hidden or streamed, a
   for (const bool visible : {false, true}) {
     CAPTURE(visible);
     auto server = test::start_fake(std::string(R"({"models": {"o": {"overhead_ms": 40, "decode_ms_per_token": 8, )") +
-                                   R"("reasoning_tokens": 50, "reasoning_visible": )" + (visible ? "true" : "false") + "}}}");
-    auto r = run({"--base-url", server->base_url(), "--model", "o", "--checks", "baseline,sweep", "--quick", "--json", "-"});
+                                   R"("reasoning_tokens": 50, "reasoning_visible": )" + (visible ? "true" : "false") +
+                                   R"(}, "small": {"overhead_ms": 30, "decode_ms_per_token": 3}}})");
+    auto r = run({"--base-url", server->base_url(), "--model", "o", "--small-model", "small", "--checks", "baseline,sweep",
+                  "--quick", "--json", "-"});
     CAPTURE(r.err);
     const auto j = nlohmann::json::parse(r.out);
     std::string findings;
@@ -101,7 +103,10 @@ TEST_CASE("run: a reasoning model's timings, its reasoning hidden or streamed, a
     // Time per token over what arrived: 8 ms either way, not 32 answer tokens spread over 82.
     CHECK(b["tpot_p50_ms"].get<double>() == doctest::Approx(8).epsilon(0.1));
     CHECK(b["arrivals_per_token_ratio"].get<double>() > 0.9);
-    for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "buffering");
+    for (const auto& f : j["diagnosis"]) {
+      CHECK(f["cause"] != "buffering");
+      CHECK(f["rule"] != "model.target_overhead");  // the wait before the answer is the reasoning
+    }
     bool noted = false;
     for (const auto& f : j["diagnosis"]) noted = noted || f["rule"] == "decode.reasoning";
     CHECK(noted);
