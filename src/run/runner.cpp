@@ -96,7 +96,8 @@ std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckRes
     return x;
   };
   for (const auto& c : checks)
-    for (const auto& [s, _] : c.requests) {
+    for (const auto& labelled : c.requests) {
+      const api::RequestSample& s = labelled.sample;  // a lambda may not capture a structured binding (C++17)
       const auto h = [&](const char* name) -> const std::string* {
         auto it = s.headers.find(name);
         return it == s.headers.end() ? nullptr : &it->second;
