@@ -247,8 +247,11 @@ std::string describe_requests(const RunResult& r) {
   std::sort(by_count.rbegin(), by_count.rend());
   std::vector<std::string> parts;
   for (const auto& [n, v] : by_count) parts.push_back(std::to_string(n) + " over HTTP/" + v);
+  const bool without = std::any_of(r.checks.begin(), r.checks.end(),
+                                   [](const checks::CheckResult& c) { return c.id == "serialization" && !c.requests.empty(); });
   return "Model requests went out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) +
-         ", as the OpenAI and Anthropic SDKs send it (the serialization check also streams without it), and were answered " +
+         ", as the OpenAI and Anthropic SDKs send it" +
+         (without ? " (the serialization check also streamed without it)" : "") + ", and were answered " +
          core::join(parts, ", ") + ".\n";
 }
 
