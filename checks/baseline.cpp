@@ -119,8 +119,7 @@ class BaselineCheck final : public Check {
         if (s.tpot_ms) dst.tpot.push_back(*s.tpot_ms);
         if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
         if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
-        if (auto n = api::arrived_tokens(s); s.output_tokens && n && *n > 0)
-          dst.arrivals_per_token.push_back(static_cast<double>(s.content_arrivals) / *n);
+        if (auto a = api::arrivals_per_token(s)) dst.arrivals_per_token.push_back(*a);
         dst.itl.insert(dst.itl.end(), s.itl_ms.begin(), s.itl_ms.end());
         if (s.reasoning_tokens && *s.reasoning_tokens > 0) {
           dst.reasoning_tokens.push_back(static_cast<double>(*s.reasoning_tokens));

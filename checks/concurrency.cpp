@@ -120,7 +120,6 @@ class ConcurrencyCheck final : public Check {
       Level l = run_level(ctx, out, done.back().streams, /*own_connections=*/true, tally);
       if (!l.ttft.empty()) separate = std::move(l);
     }
-    const int failures = tally.failures, rate_limited = tally.rate_limited;
     // A stream's wait for a slot at each level: its mean time to first token over one stream's.
     const double ttft_alone = done.empty() ? 0.0 : stats::summarize(done.front().ttft).p50.value_or(0.0);
     nlohmann::json table = nlohmann::json::array();
@@ -149,8 +148,8 @@ class ConcurrencyCheck final : public Check {
     }
     out.details["levels"] = table;
     if (!levels.rows.empty()) out.tables.push_back(std::move(levels));
-    out.set("failures_count", failures);
-    out.set("rate_limited_count", rate_limited);
+    out.set("failures_count", tally.failures);
+    out.set("rate_limited_count", tally.rate_limited);
     if (done.empty()) {
       if (out.status == CheckStatus::Ok)
         return out.fail(core::make_error(core::ErrorCode::StreamError, "no concurrency level succeeded"));
@@ -177,7 +176,8 @@ class ConcurrencyCheck final : public Check {
       out.set("latency_growth_ratio", (last.makespan_ms / first.makespan_ms) / level_gain);
       out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, ttft1));
       const double wait_p90 = std::max(0.0, *lt.p90 - ttft1);
-      out.set("queue_wait_mean_at_max_ms", std::max(0.0, *lt.mean - ttft1));
+      const double wait_mean = std::max(0.0, *lt.mean - ttft1);
+      out.set("queue_wait_mean_at_max_ms", wait_mean);
       out.set("queue_wait_p90_at_max_ms", wait_p90);
       if (service && *service > 0) out.set("queue_wait_p90_services_ratio", wait_p90 / *service);
       if (last.answered > 0) out.set("multiplexed_ratio", static_cast<double>(last.over_http2) / last.answered);
@@ -187,7 +187,7 @@ class ConcurrencyCheck final : public Check {
         out.set("separate_queue_wait_mean_at_max_ms", separate_mean);
         if (service && *service > 0)
           out.set("separate_queue_wait_p90_services_ratio", std::max(0.0, *st.p90 - ttft1) / *service);
-        out.set("connection_wait_mean_ms", std::max(0.0, *lt.mean - ttft1) - separate_mean);
+        out.set("connection_wait_mean_ms", wait_mean - separate_mean);
       }
       // The knee is where throughput stopped growing; while it still grows at the highest level
       // measured there is none to name.

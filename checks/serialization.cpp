@@ -69,8 +69,7 @@ struct Encoded {
     if (auto it = s.headers.find("content-encoding"); it != s.headers.end() && it->second != "identity") ++encoded;
     if (auto t = server_ttft_ms(s)) ttft.push_back(*t);
     if (s.tpot_ms) tpot.push_back(*s.tpot_ms);
-    if (auto n = api::arrived_tokens(s); s.output_tokens && n && *n > 0)
-      arrivals_per_token.push_back(static_cast<double>(s.content_arrivals) / *n);
+    if (auto a = api::arrivals_per_token(s)) arrivals_per_token.push_back(*a);
   }
   void emit(CheckResult& out, const std::string& prefix) const {
     if (auto v = stats::median(ttft)) out.set(prefix + "_ttft_p50_ms", *v);

@@ -43,11 +43,13 @@ std::string random_hex(std::size_t digits) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  while (out.size() < digits || out.find_first_not_of('0') == std::string::npos) {
-    if (out.size() == digits) out.clear();  // all zeros is invalid: draw again
-    const std::uint64_t v = rng();
-    for (int i = 0; i < 16 && out.size() < digits; ++i) out += kHex[(v >> (4 * i)) & 0xf];
-  }
+  do {  // all zeros is an invalid id: draw again
+    out.clear();
+    while (out.size() < digits) {
+      const std::uint64_t v = rng();
+      for (int i = 0; i < 16 && out.size() < digits; ++i) out += kHex[(v >> (4 * i)) & 0xf];
+    }
+  } while (out.find_first_not_of('0') == std::string::npos);
   return out;
 }
 }  // namespace

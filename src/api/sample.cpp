@@ -148,8 +148,14 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
 }
 
 bool arrived_as_generated(const RequestSample& s) {
+  const auto ratio = arrivals_per_token(s);
+  return ratio && *ratio >= kClumpedBelowArrivalsPerToken;
+}
+
+std::optional<double> arrivals_per_token(const RequestSample& s) {
   const auto tokens = arrived_tokens(s);
-  return s.output_tokens && tokens && static_cast<double>(s.content_arrivals) >= kClumpedBelowArrivalsPerToken * *tokens;
+  if (!s.output_tokens || !tokens || *tokens <= 0) return std::nullopt;
+  return static_cast<double>(s.content_arrivals) / *tokens;
 }
 
 std::optional<double> arrived_tokens(const RequestSample& s) {

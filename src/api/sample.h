@@ -82,6 +82,10 @@ bool arrived_as_generated(const RequestSample& s);
 // The output tokens that arrived: usage's count less the hidden reasoning tokens; without usage,
 // the content events. Time per token and arrivals per token are over these.
 std::optional<double> arrived_tokens(const RequestSample& s);
+// Distinct moments content arrived, per token that arrived: 1 for a stream sent as generated, far
+// under it for one held and released in clumps. Nothing without usage (the tokens are not known)
+// or without a token.
+std::optional<double> arrivals_per_token(const RequestSample& s);
 
 // Builds the sample of a streamed request (stream != nullptr) or of a non-streamed one.
 RequestSample make_sample(const http::Response& resp, const ChatStream* stream, const std::string& model,

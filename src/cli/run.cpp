@@ -19,12 +19,9 @@ int run_with(const RunOptions& o, const std::string& command_line, run::RunResul
   auto plan = run::make_plan(o.plan);
   if (!plan.ok()) return fail(plan.error());
   if (auto slos = run::parse_slos(o.slo); !slos.ok()) return fail(slos.error());  // --dry-run checks them too
-  // The engines whose presets these are answer /metrics beside their API; other endpoints are
-  // scraped only when asked, since a hosted API's /metrics is not the engine's.
+  // An engine's own server answers /metrics beside its API; other endpoints are scraped only when asked.
   std::string metrics_url = o.metrics_url;
-  if (metrics_url.empty() && (o.endpoint.preset == "vllm" || o.endpoint.preset == "sglang" ||
-                              o.endpoint.preset == "tgi" || o.endpoint.preset == "llama.cpp"))
-    metrics_url = run::metrics_url_for(ep->base_url);
+  if (metrics_url.empty() && run::engine_preset(o.endpoint.preset)) metrics_url = run::metrics_url_for(ep->base_url);
   if (metrics_url == "none") metrics_url.clear();
   run::Subject subject{ep.value(), o.endpoint.preset, {o.model, o.small_model}, o.max_requests, metrics_url};
   if (o.dry_run) {

@@ -10,6 +10,7 @@ namespace {
 // Each engine's names for the same quantities; "" where it has none.
 struct EngineNames {
   const char* engine;
+  const char* preset;  // the --preset of the engine's own server (api/flavour.cpp)
   const char* prefix;  // every metric of the engine starts with it
   const char* running;
   const char* waiting;
@@ -23,14 +24,14 @@ struct EngineNames {
 
 const std::vector<EngineNames>& engines() {
   static const std::vector<EngineNames> k = {
-      {"vLLM", "vllm:", "vllm:num_requests_running", "vllm:num_requests_waiting",
+      {"vLLM", "vllm", "vllm:", "vllm:num_requests_running", "vllm:num_requests_waiting",
        {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, "vllm:num_preemptions_total",
        "vllm:request_queue_time_seconds", "vllm:time_to_first_token_seconds", "vllm:prefix_cache_queries_total",
        "vllm:prefix_cache_hits_total"},
-      {"SGLang", "sglang:", "sglang:num_running_reqs", "sglang:num_queue_reqs", {"sglang:token_usage"}, "",
+      {"SGLang", "sglang", "sglang:", "sglang:num_running_reqs", "sglang:num_queue_reqs", {"sglang:token_usage"}, "",
        "sglang:queue_time_seconds", "sglang:time_to_first_token_seconds", "", ""},
-      {"TGI", "tgi_", "tgi_batch_current_size", "tgi_queue_size", {}, "", "tgi_request_queue_duration", "", "", ""},
-      {"llama.cpp", "llamacpp:", "llamacpp:requests_processing", "llamacpp:requests_deferred",
+      {"TGI", "tgi", "tgi_", "tgi_batch_current_size", "tgi_queue_size", {}, "", "tgi_request_queue_duration", "", "", ""},
+      {"llama.cpp", "llama.cpp", "llamacpp:", "llamacpp:requests_processing", "llamacpp:requests_deferred",
        {"llamacpp:kv_cache_usage_ratio"}, "", "", "", "", ""},
   };
   return k;
@@ -87,6 +88,10 @@ std::optional<EngineSnapshot> read_engine(const prom::Exposition& e) {
     return s;
   }
   return std::nullopt;
+}
+
+bool engine_preset(const std::string& preset) {
+  return std::any_of(engines().begin(), engines().end(), [&](const EngineNames& n) { return preset == n.preset; });
 }
 
 std::string metrics_url_for(const std::string& base_url) {

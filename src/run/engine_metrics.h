@@ -27,6 +27,10 @@ struct EngineSnapshot {
 // Nothing when no engine this knows names its metrics there.
 std::optional<EngineSnapshot> read_engine(const prom::Exposition& e);
 
+// Whether a --preset is an engine's own server, whose /metrics this reads (vllm, sglang, tgi,
+// llama.cpp): a hosted API's /metrics is not the engine's.
+bool engine_preset(const std::string& preset);
+
 // The URL of an engine's /metrics beside its API: the base URL's scheme, host and port.
 std::string metrics_url_for(const std::string& base_url);
 

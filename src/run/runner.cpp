@@ -295,9 +295,9 @@ CauseSignal signal_of(const std::string& cause) {
   if (cause == "tls_slow") return {"TLS time", field(&S::tls_ms)};
   if (cause == "buffering")  // tokens per separate arrival: high when the stream comes in clumps
     return {"tokens per arrival", [](const S& s) -> std::optional<double> {
-              const auto n = api::arrived_tokens(s);
-              if (!s.output_tokens || !n || s.content_arrivals == 0) return std::nullopt;
-              return *n / static_cast<double>(s.content_arrivals);
+              const auto a = api::arrivals_per_token(s);
+              if (!a || *a <= 0) return std::nullopt;
+              return 1.0 / *a;
             }};
   if (cause == "errors")
     return {"failed first", [](const S& s) -> std::optional<double> { return s.ok ? 0.0 : 1.0; }};

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/flavour.h"
 #include "run/engine_metrics.h"
 
 namespace infdoctor {
@@ -97,6 +98,15 @@ TEST_CASE("exposition: what is not the format is an error naming its line, never
   CHECK(error_of("m 0x10").find("not a number") != std::string::npos);
   CHECK(error_of("m inf").find("not a number") != std::string::npos);
   CHECK(error_of("<html><body>502 Bad Gateway</body></html>").find("line 1") != std::string::npos);
+}
+
+TEST_CASE("engine_preset: the engines whose /metrics is read by default are presets, and hosted APIs are not") {
+  for (const char* p : {"vllm", "sglang", "tgi", "llama.cpp"}) {
+    CAPTURE(p);
+    CHECK(api::find_preset(p) != nullptr);
+    CHECK(run::engine_preset(p));
+  }
+  for (const char* p : {"openai", "anthropic", "ollama", ""}) CHECK_FALSE(run::engine_preset(p));
 }
 
 TEST_CASE("engine_metrics: the counters' growth between scrapes, the concurrency check's alone, and a restart") {
