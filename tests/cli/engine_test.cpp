@@ -24,6 +24,8 @@ TEST_CASE("engine /metrics: a server with two slots, its queue counted by the en
   const auto& m = j["run"]["metrics"];
   // Eight streams on two slots of 190 ms: 0, 0, 190, 190, 380, 380, 570, 570 ms in the queue,
   // 285 on average; the levels before (1, 2, 4) add seven more requests and 380 ms in all.
+  MESSAGE("the engine counted " << m["engine_concurrency_requests_count"] << " requests, mean queue "
+                                 << m["engine_concurrency_queue_time_mean_ms"] << " ms (planted 177.3)");
   CHECK(m["engine_concurrency_requests_count"] == 15);
   CHECK(m["engine_concurrency_queue_time_mean_ms"].get<double>() == doctest::Approx((2280.0 + 380.0) / 15).epsilon(0.15));
   const auto* f = finding(j, "queueing.engine_queue");

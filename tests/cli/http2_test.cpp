@@ -36,6 +36,10 @@ TEST_CASE("HTTP/2 through nghttpx forwarding two streams of a connection at once
   CAPTURE(rules_fired(j));
   const auto& c = j["checks"]["concurrency"];
   const auto& m = c["metrics"];
+  MESSAGE("shared connection: mean wait " << m["queue_wait_mean_at_max_ms"] << " ms, p90 "
+                                         << m["queue_wait_p90_services_ratio"] << " requests; own connections: mean "
+                                         << m["separate_queue_wait_mean_at_max_ms"] << " ms, p90 "
+                                         << m["separate_queue_wait_p90_services_ratio"]);
   CHECK(m["multiplexed_ratio"].get<double>() == 1.0);
   // --quick: levels 1, 2, 4, 8 shared a connection (15 streams), then 8 more each on its own.
   CHECK(count_over(c["samples"], "2", false) == 15);
@@ -58,6 +62,8 @@ TEST_CASE("HTTP/2 through nghttpx to a server with two slots: separate connectio
   const auto j = run_json(front.base_url(), {"--cacert", test::ca_pem()});
   CAPTURE(rules_fired(j));
   const auto& m = j["checks"]["concurrency"]["metrics"];
+  MESSAGE("two slots: shared connection p90 " << m["queue_wait_p90_services_ratio"] << ", own connections p90 "
+                                              << m["separate_queue_wait_p90_services_ratio"] << " requests");
   CHECK(m["multiplexed_ratio"].get<double>() == 1.0);
   CHECK(m["separate_queue_wait_p90_services_ratio"].get<double>() >= 0.5);
   const auto* f = finding(j, "queueing.slots");

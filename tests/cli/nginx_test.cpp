@@ -32,6 +32,10 @@ TEST_CASE("nginx with gzip on for event streams: the stream held back is bufferi
   const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
   CAPTURE(rules_fired(j));
   const auto& m = j["checks"]["serialization"]["metrics"];
+  MESSAGE("gzip: first token " << m["compressed_ttft_p50_ms"] << " ms, arrivals per token "
+                                << m["compressed_arrivals_per_token_ratio"] << "; without Accept-Encoding "
+                                << m["identity_ttft_p50_ms"] << " ms, " << m["identity_arrivals_per_token_ratio"]
+                                << "; held " << m["compression_held_ms"] << " ms (planted 150)");
   CHECK(m["compressed_ratio"].get<double>() == 1.0);
   CHECK(m["identity_arrivals_per_token_ratio"].get<double>() > 0.8);
   CHECK(m["compressed_arrivals_per_token_ratio"].get<double>() < 0.2);
@@ -68,6 +72,8 @@ TEST_CASE("nginx without gzip, or with gzip and proxy_buffering off, passes the 
     const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
     CAPTURE(rules_fired(j));
     const auto& m = j["checks"]["serialization"]["metrics"];
+    MESSAGE(std::string(c.name) << ": compressed " << m["compressed_ratio"] << ", arrivals per token "
+                   << m["compressed_arrivals_per_token_ratio"]);
     CHECK(m["compressed_ratio"].get<double>() == c.compressed);
     CHECK(m["compressed_arrivals_per_token_ratio"].get<double>() > 0.8);
     for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "buffering");
@@ -82,6 +88,7 @@ TEST_CASE("nginx's default client_max_body_size (1 MB): the serialization check 
   const auto& c = j["checks"]["serialization"];
   CHECK(c["status"] == "ok");
   const auto& m = c["metrics"];
+  MESSAGE("body limit " << m["body_limit_bytes"] << " bytes, largest answered " << m["largest_body_bytes"]);
   // The 2 MB body is the first refused; 4 MB is never sent.
   CHECK(m["body_limit_bytes"].get<double>() == doctest::Approx(2048 * 1024).epsilon(0.001));
   CHECK(m["largest_body_bytes"].get<double>() == doctest::Approx(512 * 1024).epsilon(0.001));
@@ -118,6 +125,8 @@ TEST_CASE("nginx terminating TLS: a session cache or tickets resume the handshak
     const auto j = run_json(nginx.base_url(), {"--checks", "transport", "--cacert", test::ca_pem()});
     CAPTURE(rules_fired(j));
     const auto& m = j["checks"]["transport"]["metrics"];
+    MESSAGE(std::string(c.name) << ": full handshake " << m["tls_p50_ms"] << " ms, resumed " << m.value("resumed_tls_p50_ms", -1.0)
+                   << " ms (-1: none), resumption ratio " << m["resumption_ratio"]);
     CHECK(m["resumption_tries_count"].get<double>() == 3);  // --quick: 3 fresh connections after the first
     CHECK(m["resumption_ratio"].get<double>() == (c.resumes ? 1.0 : 0.0));
     CHECK(m.contains("resumed_tls_p50_ms") == c.resumes);

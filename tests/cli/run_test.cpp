@@ -94,6 +94,9 @@ TEST_CASE("run: a reasoning model's timings, its reasoning hidden or streamed, a
     CAPTURE(findings);
     CHECK(r.exit_code == 0);  // a model that reasons is not a fault
     const auto& b = j["checks"]["baseline"]["metrics"];
+    MESSAGE(std::string(visible ? "streamed" : "hidden") << " reasoning: TTFT " << b["ttft_p50_ms"] << " ms, first answer "
+                                               << b["first_answer_p50_ms"] << " ms, reasoning " << b["reasoning_p50_ms"]
+                                               << " ms, per token " << b["tpot_p50_ms"] << " ms");
     CHECK(b["reasoning_tokens_p50_count"].get<double>() == 50);
     CHECK(b["hidden_reasoning_ratio"].get<double>() == (visible ? 0.0 : 1.0));
     CHECK(b["first_answer_p50_ms"].get<double>() == doctest::Approx(440).epsilon(0.1));
