@@ -10,6 +10,7 @@
 #include "cli/endpoint_flags.h"
 #include "core/redact.h"
 #include "core/strings.h"
+#include "report/prometheus.h"
 
 namespace infdoctor::cli {
 
@@ -29,7 +30,9 @@ int run_with(const RunOptions& o, const std::string& command_line, run::RunResul
     return kExitOk;
   }
   auto session =
-      run::Session::open({plan.value(), o.rules_dir, o.slo, o.outputs, command_line, o.quiet, o.verbose}, std::move(subject));
+      run::Session::open({plan.value(), o.rules_dir, o.slo, o.outputs, command_line, o.quiet, o.verbose, o.target_name,
+                          report::module_of(o.plan.quick, o.plan.full), o.vantage},
+                         std::move(subject));
   if (!session.ok()) return fail(session.error());
   run::RunResult result = (*session)->measure();
   (*session)->diagnose(result);
@@ -91,7 +94,18 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--slo", opts->slo,
                   "your own limits, e.g. ttft_p50_ms=2000,itl_p99_ms=80 (or full metric names): a violated one is a "
                   "finding and sets the exit code");
-  cmd->add_option("--prom", out.prom, "write key latencies and finding severities to FILE, Prometheus text format");
+  cmd->add_option("--prom", out.prom,
+                  "write the run's metrics to FILE in Prometheus's text format, under a temporary name first (for "
+                  "node_exporter's textfile collector): seconds and bytes, infdoctor_probe_success, "
+                  "infdoctor_finding{cause,scope,severity} 0 or 1 for every cause, labels target, model, module, vantage");
+  cmd->add_option("--push", out.push,
+                  "push the same metrics to a Prometheus Pushgateway at URL, grouped by job=infdoctor, target, model, "
+                  "module and vantage (a failed push makes the exit code 3)");
+  cmd->add_option("--target-name", opts->target_name,
+                  "the target label of --prom and --push (default: the base URL without credentials or query)");
+  cmd->add_option("--vantage", opts->vantage,
+                  "the vantage label of --prom and --push: where this run measures from, e.g. eu-west-1 (default: "
+                  "this host's name)");
   cmd->add_option("--check-timeout", p.check_timeout_s,
                   "deadline for one check's requests, in seconds, on top of the waits its plan makes by design (idle "
                   "gaps, --soak-minutes)")

@@ -19,6 +19,7 @@ struct RunOptions {
   run::Outputs outputs;
   std::string rules_dir;
   std::string slo;
+  std::string target_name, vantage;  // the Prometheus labels (--target-name, --vantage)
   bool dry_run = false;
   bool quiet = false;
   bool verbose = false;

@@ -315,13 +315,13 @@ void setup(Transfer& t, SocketLedger& ledger) {
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.header_list);
   for (const auto& pin : r.resolve) t.resolve_list = curl_slist_append(t.resolve_list, pin.c_str());
   if (t.resolve_list) curl_easy_setopt(e, CURLOPT_RESOLVE, t.resolve_list);
-  if (r.method == "POST") {
+  // A body goes as POST's does; PUT (a Pushgateway's) names its own method over it.
+  if (r.method == "POST" || (r.method != "GET" && !r.body.empty())) {
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-  } else if (r.method != "GET") {
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
   }
+  if (r.method != "GET" && r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
 }
 
 void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {

@@ -8,8 +8,6 @@
 namespace infdoctor::report {
 
 std::string render_text(const run::RunResult& r);
-// Prometheus text exposition format (version 0.0.4) of the run, for scheduled checks.
-std::string render_prometheus(const run::RunResult& r, int exit_code);
 
 // A check's one line: its declared headline filled with its metrics, or why it did not run.
 std::string check_headline(const checks::CheckResult& c);

@@ -9,6 +9,7 @@
 #include "core/exit_code.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "report/prometheus.h"
 #include "report/text.h"
 
 namespace infdoctor::run {
@@ -36,7 +37,7 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
   const SessionOptions& o = s->options_;
   std::vector<std::string> warnings;
   auto rule_set = load_rules(o.rules_dir, warnings);
-  for (const auto& w : warnings) std::cerr << "infdoctor: warning: " << w << '\n';
+  for (const auto& w : warnings) s->say("warning", w);
   if (!rule_set.ok()) return rule_set.error();
   s->rules_ = std::move(rule_set.value());
   auto slos = parse_slos(o.slo);
@@ -87,26 +88,37 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
 
 Session::~Session() = default;
 
+report::PromLabels Session::prom_labels() const {
+  char host[256] = {};
+  if (options_.vantage.empty()) ::gethostname(host, sizeof host - 1);
+  return {options_.target_name.empty() ? report::target_label(subject_.endpoint.base_url) : options_.target_name,
+          subject_.models.target, options_.module.empty() ? "default" : options_.module,
+          options_.vantage.empty() ? std::string(host) : options_.vantage};
+}
+
+void Session::say(const std::string& level, const std::string& text) const {
+  if (options_.log) return options_.log(level, text);
+  std::cerr << "infdoctor: " << (level.empty() ? "" : level + ": ") << text << '\n';
+}
+
 void Session::announce() const {
   const api::Endpoint& ep = subject_.endpoint;
   // A proxy from the environment is easy to forget, and every timing then includes it: a warning,
   // even with --quiet. One given with --proxy is a note.
   const std::string proxy = api::proxy_in_use(ep);
   if (!proxy.empty() && !ep.proxy)
-    std::cerr << "infdoctor: warning: every HTTP request goes through the proxy " << proxy
-              << ", and every timing includes it (--proxy '' to go direct)\n";
+    say("warning", "every HTTP request goes through the proxy " + proxy + ", and every timing includes it (--proxy '' to go direct)");
   if (options_.quiet) return;
-  if (!proxy.empty() && ep.proxy) std::cerr << "infdoctor: note: every HTTP request goes through the proxy " << proxy << '\n';
+  if (!proxy.empty() && ep.proxy) say("note", "every HTTP request goes through the proxy " + proxy);
   const auto planned = steps();
   if (ep.api_key.empty() && planned_cost(planned).requests > 0)
-    std::cerr << "infdoctor: note: no API key"
-              << (ep.key_env.empty() ? std::string() : " ($" + ep.key_env + " is unset or empty)")
-              << ": model requests go without one, as a local server may allow\n";
+    say("note", "no API key" + (ep.key_env.empty() ? std::string() : " ($" + ep.key_env + " is unset or empty)") +
+                    ": model requests go without one, as a local server may allow");
   const std::string line = plan_line(planned, subject_.max_requests);
   if (line.empty()) return;
-  std::cerr << "infdoctor: " << line << '\n';
+  say("", line);
   if (planned_cost(planned).requests > subject_.max_requests)
-    std::cerr << "infdoctor: warning: the plan needs more requests than the budget; checks stop when it is spent\n";
+    say("warning", "the plan needs more requests than the budget; checks stop when it is spent");
 }
 
 RunResult Session::measure() { return std::move(measure_together({this}).front()); }
@@ -115,6 +127,7 @@ std::vector<RunResult> Session::measure_together(const std::vector<Session*>& se
   std::vector<Side> sides;
   for (auto* s : sessions) {
     if (sessions.size() == 1) s->announce();
+    s->measure_started_ = core::real_clock().now();
     sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get(), s->engine_.get()});
   }
   core::install_interrupt_handlers();
@@ -134,7 +147,7 @@ void Session::diagnose(RunResult& r) {
       r.history_metrics = std::move(past.value());
       metrics_.insert(r.history_metrics.begin(), r.history_metrics.end());
     } else {
-      std::cerr << "infdoctor: warning: " << past.error().message << '\n';
+      say("warning", past.error().message);
     }
   }
   r.diagnosis = rules::diagnose(rules_, metrics_);
@@ -142,7 +155,7 @@ void Session::diagnose(RunResult& r) {
   for (auto& f : check_slos(slos_, metrics_, unmeasured)) r.diagnosis.push_back(std::move(f));
   name_intermediaries(r);
   rank(r.diagnosis);
-  for (const auto& m : unmeasured) std::cerr << "infdoctor: warning: --slo names " << m << ", which was not measured\n";
+  for (const auto& m : unmeasured) say("warning", "--slo names " + m + ", which was not measured");
 }
 
 int Session::finish(RunResult& r) {
@@ -151,7 +164,7 @@ int Session::finish(RunResult& r) {
   bool failed = false;
   auto write = [&](const std::string& path, const std::string& text) {
     if (auto st = bundle::write_replacing(path, core::scrub(text)); !st.ok()) {
-      std::cerr << "infdoctor: error: " << st.error().message << '\n';
+      say("error", st.error().message);
       failed = true;
     }
   };
@@ -172,7 +185,7 @@ int Session::finish(RunResult& r) {
     rec.partial = !r.interrupted_by.empty();
     rec.metrics = metrics_;
     if (auto id = history_->record(rec); !id.ok()) {
-      std::cerr << "infdoctor: error: " << id.error().message << '\n';
+      say("error", id.error().message);
       failed = true;
     }
   }
@@ -193,19 +206,36 @@ int Session::finish(RunResult& r) {
     pacer_->set_sample_sink({});
     samples_.reset();
     if (auto st = bundle_->finish(r, bc); !st.ok()) {
-      std::cerr << "infdoctor: error: " << st.error().message << '\n';
+      say("error", st.error().message);
       failed = true;
     } else {
-      std::cerr << "infdoctor: evidence bundle written to " << out.bundle << '\n';
+      say("", "evidence bundle written to " + out.bundle);
     }
   }
-  if (!out.prom.empty()) write(out.prom, report::render_prometheus(r, code));
+  if (!out.prom.empty() || !out.push.empty()) {
+    report::PromTarget t;
+    t.labels = prom_labels();
+    t.run = &r;
+    t.exit_code = code;
+    t.run_seconds = std::chrono::duration<double>(core::real_clock().now() - measure_started_).count();
+    t.finished_at_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    t.totals = report::tally(r);
+    t.rules = &rules_;
+    for (const auto& slo : slos_) t.slo_metrics.push_back(slo.metric);
+    const std::string text = core::scrub(report::render_prometheus({t}));
+    if (!out.prom.empty()) write(out.prom, text);
+    if (!out.push.empty())
+      if (auto st = report::push_prometheus(out.push, t.labels, text, std::chrono::seconds(10)); !st.ok()) {
+        say("error", core::scrub(st.error().message + ": " + st.error().detail));
+        failed = true;
+      }
+  }
   if (!r.unreachable.empty())
-    std::cerr << "infdoctor: error: could not reach the model: " << core::scrub(r.unreachable) << '\n';
+    say("error", "could not reach the model: " + core::scrub(r.unreachable));
   else if (!r.interrupted_by.empty())
-    std::cerr << "infdoctor: error: interrupted (" << r.interrupted_by << "): the report and bundle are partial\n";
+    say("error", "interrupted (" + r.interrupted_by + "): the report and bundle are partial");
   else if (code == core::kExitCouldNotRun)
-    std::cerr << "infdoctor: error: no check could measure anything (see the report)\n";
+    say("error", "no check could measure anything (see the report)");
   return failed ? core::kExitCouldNotRun : code;
 }
 

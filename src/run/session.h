@@ -10,6 +10,7 @@
 //               the limits applied, the findings ranked;
 //   finish()    results.json, the report, the bundle, Prometheus text and the history row, each
 //               file written whole under a temporary name and renamed; the exit code.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "bundle/bundle.h"
 #include "core/progress.h"
 #include "history/history.h"
+#include "report/prometheus.h"
 #include "run/plan.h"
 #include "run/runner.h"
 
@@ -36,6 +38,7 @@ struct Outputs {
   bool report = true;   // the terminal report on stdout (never with json "-")
   std::string json;     // results.json: a file, or "-" for stdout
   std::string prom;     // Prometheus text format
+  std::string push;     // a Pushgateway's URL: the same text, pushed
   std::string bundle;   // the evidence bundle: a directory, or a .tar.gz
   std::string history;  // SQLite file of past runs
 };
@@ -48,6 +51,12 @@ struct SessionOptions {
   std::string command_line;  // redacted; the bundle records it
   bool quiet = false;        // no progress, no plan line, no notes: errors and warnings only
   bool verbose = false;      // and a line per model request as it completes
+  // The Prometheus labels: the target's name (empty: its URL), the module (the plan's profile)
+  // and the vantage point (empty: this host's name).
+  std::string target_name{}, module{}, vantage{};
+  // Where messages go: level "error", "warning", "note" or "" (a plain line), and the text. Unset:
+  // stderr, "infdoctor: LEVEL: text".
+  std::function<void(const std::string& level, const std::string& text)> log{};
 };
 
 class Session {
@@ -69,10 +78,13 @@ class Session {
   void diagnose(RunResult& r);
   // Writes every output and returns the exit code: the run's own, or 3 when an output failed.
   int finish(RunResult& r);
+  // The labels of this run's Prometheus series.
+  report::PromLabels prom_labels() const;
 
  private:
   Session(SessionOptions options, Subject subject) : options_(std::move(options)), subject_(std::move(subject)) {}
   void announce() const;
+  void say(const std::string& level, const std::string& text) const;
 
   SessionOptions options_;
   Subject subject_;
@@ -86,6 +98,7 @@ class Session {
   std::unique_ptr<Pacer> pacer_;
   std::unique_ptr<checks::CheckContext> ctx_;
   std::map<std::string, double> metrics_;  // the last diagnosed run's, flattened
+  core::SteadyTime measure_started_{};
 };
 
 // A saved run diagnosed afresh (`explain`): the rules applied again, the run's own limits kept.
