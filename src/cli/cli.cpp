@@ -149,6 +149,7 @@ int run(int argc, char** argv) {
   add_demo_command(app, chosen);
   add_history_command(app, chosen);
   add_compare_command(app, chosen);
+  add_serve_command(app, chosen);
   if (const std::string unknown = unknown_word(app, argc, argv); !unknown.empty()) return fail_usage(unknown);
   try {
     app.parse(argc, argv);

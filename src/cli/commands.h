@@ -35,5 +35,6 @@ void add_explain_command(CLI::App& app, std::function<int()>& chosen);
 void add_demo_command(CLI::App& app, std::function<int()>& chosen);
 void add_history_command(CLI::App& app, std::function<int()>& chosen);
 void add_compare_command(CLI::App& app, std::function<int()>& chosen);
+void add_serve_command(CLI::App& app, std::function<int()>& chosen);
 
 }  // namespace infdoctor::cli

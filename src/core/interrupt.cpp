@@ -11,11 +11,13 @@ namespace infdoctor::core {
 namespace {
 
 std::atomic<int> g_signal{0};
+std::atomic<bool> g_silent{false};
 static_assert(std::atomic<int>::is_always_lock_free, "the handler stores into this atomic");
 
 extern "C" void on_signal(int sig) {
   int expected = 0;
   if (g_signal.compare_exchange_strong(expected, sig)) {
+    if (g_silent.load()) return;
     static const char kMsg[] = "\ninfdoctor: interrupted: finishing the report with what was measured "
                                "(Ctrl-C again to quit at once)\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
@@ -34,6 +36,8 @@ void install_interrupt_handlers() {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 }
+
+void silence_interrupt_message() { g_silent = true; }
 
 bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
 

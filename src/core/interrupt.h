@@ -9,6 +9,8 @@ namespace infdoctor::core {
 
 // Installs the handlers (idempotent).
 void install_interrupt_handlers();
+// The handler writes no line of its own (the exporter's logs are JSON lines); for the process's life.
+void silence_interrupt_message();
 // True once SIGINT or SIGTERM arrived.
 bool interrupted();
 // The signal that interrupted the run (SIGINT, SIGTERM), 0 when none.

@@ -37,10 +37,6 @@ std::string escape_label(const std::string& v) {
   return out;
 }
 
-PromWriter::Labels base_labels(const PromLabels& l) {
-  return {{"target", l.target}, {"model", l.model}, {"module", l.module}, {"vantage", l.vantage}};
-}
-
 PromWriter::Labels with(PromWriter::Labels labels, const std::string& name, const std::string& value) {
   labels.emplace_back(name, value);
   return labels;
@@ -144,6 +140,10 @@ Tally tally(const run::RunResult& r) {
     for (double gap : s->itl_ms) t.itl.observe(gap / 1000.0);
   }
   return t;
+}
+
+PromWriter::Labels base_labels(const PromLabels& l) {
+  return {{"target", l.target}, {"model", l.model}, {"module", l.module}, {"vantage", l.vantage}};
 }
 
 std::string target_label(const std::string& base_url) {

@@ -92,6 +92,9 @@ class PromWriter {
   Family& find(const std::string& name);
 };
 
+// The four labels in the order every series carries them.
+PromWriter::Labels base_labels(const PromLabels& labels);
+
 // "0.0521", "3", "+Inf", "NaN": short, and exact for whole numbers up to 2^53.
 std::string prom_number(double v);
 

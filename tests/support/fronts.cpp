@@ -1,5 +1,7 @@
 #include "support/fronts.h"
 
+#include "http/client.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -7,16 +9,17 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 namespace infdoctor::test {
-namespace {
 
-// A loopback port free a moment ago: nginx binds it next (a start that loses the race retries).
+// A loopback port free a moment ago: a server binds it next (a start that loses the race retries).
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -30,6 +33,8 @@ int free_port() {
   if (fd >= 0) ::close(fd);
   return port;
 }
+
+namespace {
 
 bool accepts(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -129,5 +134,90 @@ Nghttpx::~Nghttpx() {
 }
 
 std::string Nghttpx::error_log() const { return read_file(conf_.dir() + "/error.log"); }
+
+}  // namespace infdoctor::test
+
+namespace infdoctor::test {
+
+Fetched http_get(const std::string& url, const std::vector<std::string>& headers) {
+  http::Request req;
+  req.url = url;
+  req.headers = headers;
+  req.proxy = "";
+  req.timeout = std::chrono::seconds(30);
+  http::Client client;
+  const http::Response r = client.perform(req);
+  if (!r.status.ok()) return {};
+  return {r.http_status, r.body};
+}
+
+namespace {
+
+// Waits up to `limit` for GET url to answer 200.
+bool answers(const std::string& url, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (http_get(url).status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+}  // namespace
+
+Prometheus::Prometheus(const std::string& scrape_configs) : conf_("", "prometheus.yml") {
+  std::ofstream(conf_.path()) << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+                              << "scrape_configs:\n"
+                              << scrape_configs;
+  int port = 0;
+  proc_ = start_listening(
+      [&](int p) {
+        return std::vector<std::string>{"/usr/bin/prometheus", "--config.file=" + conf_.path(),
+                                        "--storage.tsdb.path=" + conf_.dir() + "/data",
+                                        "--web.listen-address=127.0.0.1:" + std::to_string(p), "--log.level=warn"};
+      },
+      port);
+  REQUIRE_MESSAGE(proc_ != nullptr, "prometheus did not listen");
+  url_ = "http://127.0.0.1:" + std::to_string(port);
+  REQUIRE_MESSAGE(answers(url_ + "/-/ready", std::chrono::seconds(30)), "prometheus was not ready in 30 s");
+}
+
+Prometheus::~Prometheus() {
+  if (proc_) proc_->stop();
+}
+
+nlohmann::json Prometheus::query(const std::string& promql) const {
+  std::string q;
+  for (unsigned char c : promql) {
+    if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~') {
+      q.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      q += buf;
+    }
+  }
+  const Fetched f = http_get(url_ + "/api/v1/query?query=" + q);
+  auto j = nlohmann::json::parse(f.body, nullptr, false);
+  if (j.is_discarded()) return {{"status", "error"}, {"error", "HTTP " + std::to_string(f.status) + ": " + f.body}};
+  return j;
+}
+
+Pushgateway::Pushgateway() : dir_("", "pushgateway.data") {
+  int port = 0;
+  proc_ = start_listening(
+      [&](int p) {
+        return std::vector<std::string>{"/usr/bin/prometheus-pushgateway", "--persistence.file=" + dir_.path(),
+                                        "--web.listen-address=127.0.0.1:" + std::to_string(p), "--log.level=warn"};
+      },
+      port);
+  REQUIRE_MESSAGE(proc_ != nullptr, "prometheus-pushgateway did not listen");
+  url_ = "http://127.0.0.1:" + std::to_string(port);
+  REQUIRE_MESSAGE(answers(url_ + "/-/ready", std::chrono::seconds(30)), "the pushgateway was not ready in 30 s");
+}
+
+Pushgateway::~Pushgateway() {
+  if (proc_) proc_->stop();
+}
 
 }  // namespace infdoctor::test

@@ -1,11 +1,14 @@
 #pragma once
-// Test support: the real fronts users put before a model server, from Debian's packages
-// (.ci/install-deps): nginx (nginx-light) and nghttpx (nghttp2-proxy). Each runs with its config
+// Test support: the real fronts users put before a model server, and the real monitoring behind
+// infdoctor, from Debian's packages (.ci/install-deps): nginx (nginx-light), nghttpx
+// (nghttp2-proxy), prometheus and prometheus-pushgateway. Each runs with its config
 // written to a temporary directory, listens on a loopback port picked free, stays in the
 // foreground as one process, and is stopped by its PID (SIGTERM, then SIGKILL).
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "net/subprocess.h"
 #include "support/fake_process.h"
@@ -59,5 +62,49 @@ class Nghttpx {
   std::unique_ptr<net::Process> proc_;
   std::string base_url_;
 };
+
+// Prometheus scraping what `scrape_configs` (the YAML list, items indented by two spaces) names,
+// every second, its TSDB in a temporary directory.
+class Prometheus {
+ public:
+  explicit Prometheus(const std::string& scrape_configs);
+  ~Prometheus();
+  Prometheus(const Prometheus&) = delete;
+  Prometheus& operator=(const Prometheus&) = delete;
+
+  const std::string& url() const { return url_; }  // "http://127.0.0.1:PORT"
+  // /api/v1/query's answer; {"status": "error", ...} when the query is wrong or Prometheus is not there.
+  nlohmann::json query(const std::string& promql) const;
+
+ private:
+  TempFile conf_;
+  std::unique_ptr<net::Process> proc_;
+  std::string url_;
+};
+
+// The Pushgateway, its persistence file in a temporary directory.
+class Pushgateway {
+ public:
+  Pushgateway();
+  ~Pushgateway();
+  Pushgateway(const Pushgateway&) = delete;
+  Pushgateway& operator=(const Pushgateway&) = delete;
+  const std::string& url() const { return url_; }  // "http://127.0.0.1:PORT"
+
+ private:
+  TempFile dir_;
+  std::unique_ptr<net::Process> proc_;
+  std::string url_;
+};
+
+// One GET: the status (0 when it failed) and the body.
+struct Fetched {
+  long status = 0;
+  std::string body;
+};
+Fetched http_get(const std::string& url, const std::vector<std::string>& headers = {});
+
+// A loopback port free a moment ago.
+int free_port();
 
 }  // namespace infdoctor::test

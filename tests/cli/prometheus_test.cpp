@@ -1,0 +1,325 @@
+// The monitoring path with the real components: `run --prom` checked by promtool, `run --push`
+// into a real Pushgateway, and `infdoctor serve` scraped by a real Prometheus in front of the fake
+// provider with a planted fault, read back through Prometheus's query API.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "fake/demo_faults.h"
+#include "support/fronts.h"
+#include "support/results.h"
+#include "support/spawn.h"
+
+namespace infdoctor {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr const char* kSecret = "sk-prom-test-4b1d9e0c77";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The scalar of an instant query's first series, or nothing.
+std::optional<double> first_value(const nlohmann::json& answer) {
+  if (answer.value("status", "") != "success") return std::nullopt;
+  const auto& result = answer["data"]["result"];
+  if (!result.is_array() || result.empty()) return std::nullopt;
+  return std::stod(result[0]["value"][1].get<std::string>());
+}
+
+// Polls `promql` until its first value is `want`, up to `limit`.
+bool eventually(const test::Prometheus& prom, const std::string& promql, double want, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (first_value(prom.query(promql)) == want) return true;
+    std::this_thread::sleep_for(500ms);
+  }
+  return false;
+}
+
+// The JSON-lines log of `infdoctor serve`: each line parsed; a line that is not JSON fails.
+std::vector<nlohmann::json> log_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(slurp(path));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    CHECK_MESSAGE(!j.is_discarded(), "not a JSON log line: " << line);
+    if (!j.is_discarded()) out.push_back(j);
+  }
+  return out;
+}
+
+// `infdoctor serve` on a free loopback port, its logs in a file; stopped with SIGTERM.
+struct Serve {
+  test::TempFile out{"", "serve.out"};
+  std::string err_path = out.dir() + "/serve.err";
+  std::string address;
+  std::unique_ptr<test::Child> child;
+
+  explicit Serve(std::vector<std::string> args) {
+    const int port = test::free_port();
+    address = "127.0.0.1:" + std::to_string(port);
+    std::vector<std::string> argv = {test::infdoctor_bin(), "serve", "--listen", address};
+    argv.insert(argv.end(), args.begin(), args.end());
+    child = std::make_unique<test::Child>(argv, std::vector<std::string>{std::string("PROMTEST_API_KEY=") + kSecret},
+                                          out.path(), err_path);
+    REQUIRE(child->ok());
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline && test::http_get(url("/-/healthy")).status != 200)
+      std::this_thread::sleep_for(50ms);
+    REQUIRE_MESSAGE(test::http_get(url("/-/healthy")).status == 200, "serve did not answer: " << slurp(err_path));
+  }
+  std::string url(const std::string& path) const { return "http://" + address + path; }
+  test::ChildExit stop() {
+    child->send(SIGTERM);
+    return child->wait(60s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("prometheus: run --prom is clean for promtool check metrics, names the planted cause, and holds no key") {
+  const auto* fault = fake::find_demo_fault("model_specific");
+  REQUIRE(fault != nullptr);
+  auto server = test::start_fake(fault->scenario);
+  test::TempFile prom("", "infdoctor.prom");
+  ::setenv("PROMTEST_API_KEY", kSecret, 1);
+  auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(),
+                             "--api-key-env", "PROMTEST_API_KEY", "--model", "demo-model", "--small-model", "demo-small",
+                             "--quick", "-s", "--prom", prom.path(), "--vantage", "lab-1"},
+                            180s);
+  REQUIRE(r.ok());
+  CAPTURE(r->err);
+  CHECK(r->exit_code == 1);
+  const std::string text = slurp(prom.path());
+  REQUIRE(!text.empty());
+  CHECK(text.find(kSecret) == std::string::npos);
+  // Written under a temporary name and renamed: nothing else is left beside it.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(prom.dir())) ++files;
+  CHECK(files == 1);
+
+  auto check = net::run_command({"sh", "-c", "promtool check metrics < '" + prom.path() + "'"}, 30s);
+  REQUIRE(check.ok());
+  MESSAGE("promtool check metrics: exit " << check->exit_code << ", said '" << check->out << check->err << "'");
+  CHECK(check->exit_code == 0);
+  CHECK(check->out + check->err == "");
+
+  const std::string labels = "target=\"" + server->base_url() + "\",model=\"demo-model\",module=\"quick\",vantage=\"lab-1\"";
+  CHECK(text.find("infdoctor_probe_success{" + labels + "} 1\n") != std::string::npos);
+  CHECK(text.find("infdoctor_finding{" + labels + ",cause=\"model_specific\",scope=\"target_model\",severity=\"warning\"} 1\n") !=
+        std::string::npos);
+  // Every cause is there, found or not, so no series vanishes when its finding clears.
+  for (const char* cause : {"network_rtt", "dns_slow", "tls_slow", "cold_start", "prefill_bound", "decode_bound",
+                            "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "buffering"})
+    CHECK_MESSAGE(text.find(",cause=\"" + std::string(cause) + "\"") != std::string::npos, cause);
+  // Base units: the planted 900 ms before the target's first token, as seconds.
+  const auto at = text.find("infdoctor_finding_impact_seconds{" + labels + ",cause=\"model_specific\"} ");
+  REQUIRE(at != std::string::npos);
+  const double impact = std::stod(text.substr(text.find("} ", at) + 2));
+  MESSAGE("model_specific impact " << impact << " s (planted 0.9 s less the small model's 0.03 s)");
+  CHECK(impact == doctest::Approx(0.87).epsilon(0.1));
+  CHECK(text.find("_ms{") == std::string::npos);
+  CHECK(text.find("infdoctor_time_to_first_token_seconds_bucket{" + labels + ",le=\"+Inf\"} ") != std::string::npos);
+}
+
+TEST_CASE("prometheus: run --push replaces the target's group in a real Pushgateway, and a dead gateway is exit 3") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
+  test::Pushgateway gateway;
+  for (int i = 0; i < 2; ++i) {  // twice: the second replaces the first, and the gateway keeps one group
+    auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--quick",
+                               "--checks", "baseline", "-s", "--push", gateway.url(), "--target-name", "local/fake",
+                               "--vantage", "ci"},
+                              120s);
+    REQUIRE(r.ok());
+    CAPTURE(r->err);
+    CHECK(r->exit_code == 0);
+  }
+  const test::Fetched got = test::http_get(gateway.url() + "/metrics");
+  REQUIRE(got.status == 200);
+  // The grouping key (job, target, model, module, vantage) on every pushed series.
+  const std::string labels = "job=\"infdoctor\",model=\"m\",module=\"quick\",target=\"local/fake\",vantage=\"ci\"";
+  std::size_t groups = 0;
+  for (std::size_t at = 0; (at = got.body.find("push_time_seconds{", at)) != std::string::npos; ++at) ++groups;
+  MESSAGE("the gateway holds " << groups << " group(s)");
+  CHECK(groups == 1);
+  CHECK(got.body.find("infdoctor_probe_success{" + std::string("instance=\"\",") + labels + "} 1") != std::string::npos);
+  CHECK(got.body.find("infdoctor_requests_total{instance=\"\",") != std::string::npos);
+
+  auto dead = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--quick",
+                                "--checks", "baseline", "-s", "--push", "http://user:pw@127.0.0.1:9/"},
+                               120s);
+  REQUIRE(dead.ok());
+  CHECK(dead->exit_code == 3);
+  CHECK(dead->err.find("cannot push to the Pushgateway http://REDACTED@127.0.0.1:9/") != std::string::npos);
+  CHECK(dead->err.find("pw") == std::string::npos);
+}
+
+TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake with a planted fault and reads the cause") {
+  const auto* fault = fake::find_demo_fault("model_specific");
+  REQUIRE(fault != nullptr);
+  auto server = test::start_fake(fault->scenario);
+  test::TempFile bundles("", "bundles");
+  Serve serve({"--vantage", "ci", "--bundles", bundles.dir() + "/b", "--keep-bundles", "1", "--target",
+               "slow=" + server->base_url() + ",model=demo-model,small=demo-small,module=quick,interval=10s,key_env=PROMTEST_API_KEY",
+               "--target", "ping=" + server->base_url() + ",model=demo-small,module=probe,interval=1h"});
+  const std::string exporter = serve.address;
+  test::Prometheus prom("  - job_name: infdoctor\n    static_configs:\n      - targets: ['" + exporter +
+                        "']\n"
+                        "  - job_name: infdoctor_probe\n    metrics_path: /probe\n    params:\n      target: [ping]\n"
+                        "      module: [probe]\n    static_configs:\n      - targets: ['" + exporter + "']\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(eventually(prom, "infdoctor_probe_success{job=\"infdoctor\",target=\"slow\"}", 1, 150s));
+  CHECK(eventually(prom,
+                   "infdoctor_finding{job=\"infdoctor\",target=\"slow\",cause=\"model_specific\",scope=\"target_model\","
+                   "vantage=\"ci\",module=\"quick\"}",
+                   1, 10s));
+  MESSAGE("Prometheus read probe_success 1 and the planted cause after "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+  // Every other cause is there as 0.
+  CHECK(first_value(prom.query("count(infdoctor_finding{job=\"infdoctor\",target=\"slow\"} == 0)")) >= 20);
+  // /probe, scraped the way blackbox_exporter's is: one streamed request at each scrape.
+  CHECK(eventually(prom, "infdoctor_probe_success{job=\"infdoctor_probe\",target=\"ping\",module=\"probe\"}", 1, 20s));
+  CHECK(eventually(prom, "up{job=\"infdoctor_probe\"}", 1, 5s));
+  const auto ttft = first_value(prom.query(
+      "histogram_quantile(0.5, sum by (le) (infdoctor_time_to_first_token_seconds_bucket{job=\"infdoctor\",target=\"slow\"}))"));
+  REQUIRE(ttft.has_value());
+  MESSAGE("median TTFT of the target from the histogram: " << *ttft << " s (planted 0.9 s)");
+  CHECK(*ttft > 0.8);
+  CHECK(*ttft < 1.0);
+
+  // The dashboard's and the alerts' expressions are valid PromQL against these series.
+  const auto dashboard = nlohmann::json::parse(slurp(INFDOCTOR_SOURCE_DIR "/rules/deploy/grafana-dashboard.json"));
+  int exprs = 0;
+  for (const auto& panel : dashboard["panels"])
+    for (const auto& target : panel.value("targets", nlohmann::json::array())) {
+      std::string expr = target["expr"];
+      for (const auto& [var, value] : {std::pair{"$vantage", "ci"}, {"$target", "slow"}})
+        for (std::size_t at; (at = expr.find(var)) != std::string::npos;) expr.replace(at, std::string(var).size(), value);
+      const auto answer = prom.query(expr);
+      CHECK_MESSAGE(answer.value("status", "") == "success", expr << ": " << answer.dump());
+      ++exprs;
+    }
+  CHECK(exprs >= 4);
+
+  // Runs rotate their bundles: with --keep-bundles 1, one is left, and /bundles serves it.
+  CHECK(eventually(prom, "infdoctor_runs_total{job=\"infdoctor\",target=\"slow\",outcome=\"completed\"} >= bool 2", 1, 90s));
+  const test::Fetched list = test::http_get(serve.url("/bundles/slow/"));
+  CHECK(list.status == 200);
+  std::size_t listed = 0;
+  for (std::size_t at = 0; (at = list.body.find("<li>", at)) != std::string::npos; ++at) ++listed;
+  CHECK(listed == 1);
+  const test::Fetched summary = test::http_get(serve.url("/bundles/slow/latest/summary.md"));
+  CHECK(summary.status == 200);
+  CHECK(summary.body.find("model_specific") != std::string::npos);
+  CHECK(test::http_get(serve.url("/bundles/slow/latest/..%2F..%2Fetc%2Fpasswd")).status == 404);
+
+  const test::Fetched metrics = test::http_get(serve.url("/metrics"));
+  CHECK(metrics.body.find(kSecret) == std::string::npos);
+  const auto exit = serve.stop();
+  CHECK_FALSE(exit.timed_out);
+  CHECK(exit.exit_code == 0);
+  const std::string log = slurp(serve.err_path);
+  CHECK(log.find(kSecret) == std::string::npos);
+  const auto lines = log_lines(serve.err_path);
+  REQUIRE(!lines.empty());
+  for (const auto& l : lines) {
+    CHECK(l.contains("time"));
+    CHECK(l.contains("level"));
+    CHECK(l.contains("msg"));
+  }
+  CHECK(lines.back()["msg"] == "stopped");
+}
+
+TEST_CASE("prometheus: serve keeps to each target's budget, reloads its config on SIGHUP, and keeps the old one when the new is wrong") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 10, "decode_ms_per_token": 1}}})");
+  test::TempFile config("costly=" + server->base_url() + ",model=m,module=quick,budget=5\n", "targets.conf");
+  Serve serve({"--config", config.path(), "--bundles", ""});
+  const auto metric = [&](const std::string& needle) {
+    const std::string body = test::http_get(serve.url("/metrics")).body;
+    const auto at = body.find(needle);
+    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + needle.size()));
+  };
+  const std::string costly = "target=\"costly\",model=\"m\",module=\"quick\",vantage=";
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         test::http_get(serve.url("/metrics")).body.find("outcome=\"skipped_budget\"} 1") == std::string::npos)
+    std::this_thread::sleep_for(100ms);
+  CHECK(test::http_get(serve.url("/metrics")).body.find("outcome=\"skipped_budget\"} 1") != std::string::npos);
+  CHECK(server->served().empty());  // a quick run costs about 35 requests: none was sent
+
+  // On-demand probes: an unknown target and a module that takes minutes are refused with the reason.
+  const auto unknown = test::http_get(serve.url("/probe?target=nope"));
+  CHECK(unknown.status == 400);
+  CHECK(unknown.body.find("known: costly") != std::string::npos);
+  CHECK(test::http_get(serve.url("/probe?target=costly&module=quick")).status == 400);
+  const auto probed = test::http_get(serve.url("/probe?target=costly"), {"X-Prometheus-Scrape-Timeout-Seconds: 5"});
+  CHECK(probed.status == 200);
+  CHECK(probed.body.find("infdoctor_probe_success{target=\"costly\",model=\"m\",module=\"probe\",") != std::string::npos);
+  CHECK(server->served().size() == 1);
+  CHECK(test::http_get(serve.url("/-/ready")).status == 200);
+  CHECK(test::http_get(serve.url("/nothing")).status == 404);
+
+  // A new target by SIGHUP; then a broken file, which leaves the targets as they were.
+  std::ofstream(config.path()) << "fast=" << server->base_url() << ",model=m,module=probe,interval=10s\n";
+  serve.child->send(SIGHUP);
+  const auto d2 = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < d2 &&
+         test::http_get(serve.url("/metrics")).body.find("infdoctor_probe_success{target=\"fast\"") == std::string::npos)
+    std::this_thread::sleep_for(100ms);
+  std::string body = test::http_get(serve.url("/metrics")).body;
+  CHECK(body.find("infdoctor_probe_success{target=\"fast\",model=\"m\",module=\"probe\",") != std::string::npos);
+  CHECK(body.find("target=\"costly\"") == std::string::npos);
+  CHECK(metric("\ninfdoctor_config_last_reload_successful ") == 1);
+
+  std::ofstream(config.path()) << "fast=" << server->base_url() << ",model=m,module=sometimes\n";
+  serve.child->send(SIGHUP);
+  const auto d3 = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < d3 && metric("\ninfdoctor_config_last_reload_successful ") != 0)
+    std::this_thread::sleep_for(100ms);
+  CHECK(metric("\ninfdoctor_config_last_reload_successful ") == 0);
+  body = test::http_get(serve.url("/metrics")).body;
+  CHECK(body.find("infdoctor_probe_success{target=\"fast\"") != std::string::npos);
+  (void)costly;
+
+  const auto exit = serve.stop();
+  CHECK(exit.exit_code == 0);
+  bool said = false;
+  for (const auto& l : log_lines(serve.err_path))
+    said = said || (l["level"] == "error" && l["msg"].get<std::string>().find("module 'sometimes'") != std::string::npos);
+  CHECK(said);
+}
+
+TEST_CASE("prometheus: serve refuses a wrong target or listen address before it starts") {
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--target", "a=http://127.0.0.1:9/v1"}, "needs model="},
+           {{"--target", "a=http://127.0.0.1:9/v1,model=m,interval=5s"}, "under 10 s"},
+           {{"--target", "a=http://127.0.0.1:9/v1,model=m,budget=lots"}, "budget 'lots'"},
+           {{"--target", "a=http://127.0.0.1:9/v1,model=m", "--target", "a=http://127.0.0.1:9/v1,model=n"}, "given twice"},
+           {{"--listen", "localhost", "--target", "a=http://127.0.0.1:9/v1,model=m"}, "want HOST:PORT"},
+           {{}, "no target"},
+           {{"--config", "/nonexistent/targets.conf"}, "cannot read --config"}}) {
+    std::vector<std::string> argv = {test::infdoctor_bin(), "serve", "--bundles", ""};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = net::run_command(argv, 20s);
+    REQUIRE(r.ok());
+    CAPTURE(r->err);
+    CHECK_FALSE(r->timed_out);
+    CHECK(r->exit_code != 0);
+    CHECK(r->err.find(says) != std::string::npos);
+  }
+}
+
+}  // namespace infdoctor

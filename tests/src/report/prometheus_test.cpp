@@ -1,0 +1,185 @@
+#include "report/prometheus.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "prom/exposition.h"
+
+namespace infdoctor {
+namespace {
+
+api::RequestSample answered(double ttft_ms, std::vector<double> gaps_ms, const std::string& model = "big") {
+  api::RequestSample s;
+  s.ok = true;
+  s.model = model;
+  s.ttft_ms = ttft_ms;
+  s.ttfb_ms = ttft_ms / 2;
+  s.total_ms = ttft_ms + 100;
+  s.server_wait_ms = 1.0;
+  s.itl_ms = std::move(gaps_ms);
+  s.prompt_tokens = 100;
+  s.output_tokens = static_cast<std::int64_t>(s.itl_ms.size() + 1);
+  return s;
+}
+
+// A run with a baseline of `ttfts`, a finding of `cause`, and the built-in rules.
+run::RunResult run_with(const std::vector<double>& ttfts, const std::string& cause, double impact_ms) {
+  run::RunResult r;
+  r.models.target = "big";
+  checks::CheckResult c = checks::CheckResult::start("baseline");
+  for (double t : ttfts) c.requests.push_back({answered(t, {10, 12}), nlohmann::json::object()});
+  c.set("ttft_p50_ms", ttfts.empty() ? 0 : ttfts[0]);
+  c.set("samples_count", static_cast<double>(ttfts.size()));
+  c.set("arrivals_per_token_ratio", 1);
+  r.checks.push_back(c);
+  rules::Finding f;
+  f.rule = "queueing.slots";
+  f.cause = cause;
+  f.scope = "target_model";
+  f.severity = rules::Severity::Warning;
+  f.impact_ms = impact_ms;
+  r.diagnosis.push_back(f);
+  return r;
+}
+
+const rules::RuleSet& built_in() {
+  static const rules::RuleSet set = [] {
+    std::vector<std::string> warnings;
+    return run::load_rules("", warnings).value();
+  }();
+  return set;
+}
+
+std::string render(const run::RunResult& r, const report::PromLabels& labels = {"t", "big", "quick", "lab"}) {
+  report::PromTarget t;
+  t.labels = labels;
+  t.run = &r;
+  t.totals = report::tally(r);
+  t.rules = &built_in();
+  return report::render_prometheus({t});
+}
+
+}  // namespace
+
+TEST_CASE("prometheus text: numbers are short, whole numbers exact, and every value reads back") {
+  CHECK(report::prom_number(3) == "3");
+  CHECK(report::prom_number(0.05) == "0.05");
+  CHECK(report::prom_number(1796425832) == "1796425832");
+  CHECK(report::prom_number(std::nan("")) == "NaN");
+  CHECK(report::prom_number(INFINITY) == "+Inf");
+  CHECK(report::prom_number(-INFINITY) == "-Inf");
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-7, 7);
+  for (int i = 0; i < 2000; ++i) {
+    const double v = std::pow(10.0, exponent(rng));
+    const std::string text = report::prom_number(v);
+    CHECK(text.size() <= 15);
+    CHECK(std::stod(text) == doctest::Approx(v).epsilon(1e-8));
+  }
+}
+
+TEST_CASE("prometheus text: one HELP and TYPE per family, its samples together, in a form the strict reader takes") {
+  report::PromWriter w;
+  w.family("a_seconds", "gauge", "A.");
+  w.family("b_total", "counter", "B.");
+  w.sample("a_seconds", {{"x", "1"}}, 1);
+  w.sample("b_total", {}, 2);
+  w.sample("a_seconds", {{"x", "quote \" and \\ and\nnewline"}}, 3);
+  const std::string text = w.text();
+  CHECK(text ==
+        "# HELP a_seconds A.\n# TYPE a_seconds gauge\na_seconds{x=\"1\"} 1\n"
+        "a_seconds{x=\"quote \\\" and \\\\ and\\nnewline\"} 3\n# HELP b_total B.\n# TYPE b_total counter\nb_total 2\n");
+  auto e = prom::parse_exposition(text);
+  REQUIRE(e.ok());
+  CHECK(e->samples[1].label("x") == "quote \" and \\ and\nnewline");
+}
+
+TEST_CASE("prometheus text: a run's exposition reads back whole, in seconds, with every cause and the one found") {
+  const auto r = run_with({820, 910, 1500}, "queueing", 1234.5);
+  const std::string text = render(r);
+  auto e = prom::parse_exposition(text);
+  REQUIRE_MESSAGE(e.ok(), (e.ok() ? "" : e.error().message));
+  const std::vector<std::pair<std::string, std::string>> target = {{"target", "t"}};
+  CHECK(prom::sum(*e, "infdoctor_finding", {{"cause", "queueing"}, {"scope", "target_model"}, {"severity", "warning"}}) == 1);
+  CHECK(prom::sum(*e, "infdoctor_finding") == 1);  // the others are 0
+  for (const auto& cause : rules::causes())
+    CHECK_MESSAGE(prom::sum(*e, "infdoctor_finding", {{"cause", cause}}).has_value(), cause);
+  CHECK(prom::sum(*e, "infdoctor_finding_impact_seconds", {{"cause", "queueing"}}) == doctest::Approx(1.2345));
+  CHECK(prom::sum(*e, "infdoctor_check_seconds", {{"check", "baseline"}, {"name", "ttft_p50"}}) == doctest::Approx(0.82));
+  CHECK(prom::sum(*e, "infdoctor_check_value", {{"check", "baseline"}, {"name", "samples_count"}}) == 3);
+  CHECK(e->types["infdoctor_time_to_first_token_seconds"] == "histogram");
+  CHECK(e->types["infdoctor_requests_total"] == "counter");
+  // Buckets are cumulative and le is inclusive: 0.82 and 0.91 under 1, 1.5 under 2.5.
+  CHECK(prom::sum(*e, "infdoctor_time_to_first_token_seconds_bucket", {{"le", "0.75"}}) == 0);
+  CHECK(prom::sum(*e, "infdoctor_time_to_first_token_seconds_bucket", {{"le", "1"}}) == 2);
+  CHECK(prom::sum(*e, "infdoctor_time_to_first_token_seconds_bucket", {{"le", "2.5"}}) == 3);
+  CHECK(prom::sum(*e, "infdoctor_time_to_first_token_seconds_bucket", {{"le", "+Inf"}}) == 3);
+  CHECK(prom::sum(*e, "infdoctor_time_to_first_token_seconds_sum") == doctest::Approx(3.23));
+  CHECK(prom::sum(*e, "infdoctor_inter_token_seconds_count") == 6);
+  CHECK(prom::sum(*e, "infdoctor_tokens_total", {{"kind", "prompt"}}) == 300);
+  CHECK(prom::sum(*e, "infdoctor_phase_duration_seconds", {{"phase", "first_token"}}) == doctest::Approx(0.455));
+  CHECK(prom::sum(*e, "infdoctor_probe_success") == 1);
+  CHECK(prom::sum(*e, "infdoctor_build_info") == 1);
+  // Every per-target sample carries the four labels.
+  for (const auto& s : e->samples) {
+    if (s.name == "infdoctor_build_info") continue;
+    for (const char* l : {"target", "model", "module", "vantage"}) CHECK_MESSAGE(s.label(l).has_value(), s.name << " " << l);
+  }
+}
+
+TEST_CASE("prometheus text: the findings' series are the same set whatever a run found, drawn at random") {
+  std::mt19937_64 rng(11);
+  std::size_t series = 0;
+  for (int i = 0; i < 50; ++i) {
+    // A finding as a rule of the built-in set gives it: its cause, scope and severity.
+    const auto& rule = built_in().rules[rng() % built_in().rules.size()];
+    if (rule.cause.empty()) continue;
+    const std::string cause = rule.cause;
+    const double impact = std::uniform_real_distribution<double>(0, 60000)(rng);
+    auto r = run_with({100}, cause, impact);
+    r.diagnosis[0].scope = rule.scope;
+    r.diagnosis[0].severity = rule.severity;
+    auto e = prom::parse_exposition(render(r));
+    REQUIRE(e.ok());
+    std::size_t n = 0;
+    for (const auto& s : e->samples) n += s.name == "infdoctor_finding";
+    if (series == 0) series = n;
+    CHECK(n == series);
+    CHECK(prom::sum(*e, "infdoctor_finding_impact_seconds", {{"cause", cause}}) == doctest::Approx(impact / 1000));
+  }
+  CHECK(series >= rules::causes().size());
+}
+
+TEST_CASE("prometheus text: a run that could not reach the model is probe_success 0, and a failed request an error") {
+  run::RunResult r;
+  r.unreachable = "connect: refused";
+  checks::CheckResult c = checks::CheckResult::start("probe");
+  api::RequestSample s;
+  s.error = "connect_failed";
+  c.requests.push_back({s, nlohmann::json::object()});
+  r.checks.push_back(c);
+  report::PromTarget t;
+  t.labels = {"t", "m", "probe", "v"};
+  t.run = &r;
+  t.exit_code = 3;
+  t.totals = report::tally(r);
+  auto e = prom::parse_exposition(report::render_prometheus({t}));
+  REQUIRE(e.ok());
+  CHECK(prom::sum(*e, "infdoctor_probe_success") == 0);
+  CHECK(prom::sum(*e, "infdoctor_requests_total", {{"outcome", "error"}}) == 1);
+  CHECK(prom::sum(*e, "infdoctor_requests_total", {{"outcome", "ok"}}) == 0);
+  CHECK_FALSE(prom::sum(*e, "infdoctor_finding").has_value());  // a probe diagnoses nothing
+}
+
+TEST_CASE("prometheus text: labels and the Pushgateway's path never carry credentials or a query") {
+  CHECK(report::target_label("https://user:secret@api.example.com/v1?api-version=1&key=abc") == "https://api.example.com/v1");
+  CHECK(report::target_label("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1");
+  // base64url of the values, "=" for an empty one.
+  CHECK(report::push_url("http://gw:9091/", {"local/fake", "m", "quick", ""}) ==
+        "http://gw:9091/metrics/job/infdoctor/target@base64/bG9jYWwvZmFrZQ==/model@base64/bQ==/module@base64/"
+        "cXVpY2s=/vantage@base64/=");
+}
+
+}  // namespace infdoctor
