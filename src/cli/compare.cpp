@@ -1,11 +1,14 @@
 // infdoctor compare: the checklist against two endpoints in one session, interleaved, and which
 // layers explain the gap between them.
 #include <filesystem>
+#include <iostream>
 #include <memory>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run.h"
+#include "core/redact.h"
+#include "http/client.h"
 #include "run/compare.h"
 #include "run/target_spec.h"
 
@@ -15,9 +18,74 @@ namespace {
 struct CompareOptions {
   RunOptions run;  // the plan, the transport flags and the outputs both sides share
   std::string a, b;
+  std::string a_results, b_results;  // NAME=PATH|URL: runs already made, e.g. from two vantage points
 };
 
+// A saved run: results.json, a bundle (directory or .tar.gz), or an exporter's bundle over HTTP
+// (a URL ending in '/' is a bundle's listing: its results.json is read).
+core::Result<run::RunResult> load_run(const std::string& where) {
+  nlohmann::json j;
+  if (where.rfind("http://", 0) == 0 || where.rfind("https://", 0) == 0) {
+    http::Request req;
+    req.url = where.back() == '/' ? where + "results.json" : where;
+    req.timeout = std::chrono::seconds(30);
+    http::Client client;
+    const http::Response resp = client.perform(req);
+    const std::string shown = core::redact_url(req.url);
+    if (!resp.status.ok()) return core::make_error(core::ErrorCode::Io, "cannot fetch " + shown, resp.status.error().message);
+    if (resp.http_status != 200)
+      return core::make_error(core::ErrorCode::Io, "cannot fetch " + shown, "HTTP " + std::to_string(resp.http_status));
+    j = nlohmann::json::parse(resp.body, nullptr, false);
+    if (j.is_discarded()) return core::make_error(core::ErrorCode::Io, shown + " is not results.json");
+  } else {
+    auto read = bundle::read_results(where);
+    if (!read.ok()) return read.error();
+    j = std::move(read.value());
+  }
+  auto r = run::from_json(j);
+  if (!r.ok()) return core::make_error(r.error().code, where + ": " + r.error().message, r.error().detail);
+  return r;
+}
+
+// Two runs already made (two vantage points' runs of one target, say), compared as `compare`
+// compares two measured together; nothing is sent to a model.
+int compare_saved(const CompareOptions& o) {
+  std::vector<std::pair<std::string, run::RunResult>> sides;
+  for (const auto& [text, flag] : {std::pair{o.a_results, "--a-results"}, {o.b_results, "--b-results"}}) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) return fail_usage(std::string(flag) + " wants NAME=PATH or NAME=URL");
+    auto r = load_run(text.substr(eq + 1));
+    if (!r.ok()) return fail(r.error());
+    sides.emplace_back(text.substr(0, eq), std::move(r.value()));
+  }
+  if (sides[0].first == sides[1].first) return fail_usage("--a-results and --b-results need different names");
+  auto& [name_a, a] = sides[0];
+  auto& [name_b, b] = sides[1];
+  if (a.target.base_url != b.target.base_url || a.models.target != b.models.target)
+    std::cerr << "infdoctor: warning: the two runs measured different targets (" << core::redact_url(a.target.base_url) << " "
+              << a.models.target << ", " << core::redact_url(b.target.base_url) << " " << b.models.target
+              << "): the gap is theirs and the places'\n";
+  const run::Comparison c = run::compare_runs(a, b, name_a, name_b);
+  if (o.run.outputs.json == "-") {
+    std::cout << core::scrub(nlohmann::json{{"comparison", run::to_json(c)}}.dump(2)) << '\n';
+  } else {
+    std::cout << name_a << ": run of " << a.started_at << "; " << name_b << ": run of " << b.started_at << "\n\n"
+              << core::scrub(run::render_comparison(c));
+    if (!o.run.outputs.json.empty())
+      if (const int code = emit_json(o.run.outputs.json, {{"comparison", run::to_json(c)}}); code != kExitOk) return code;
+  }
+  if (!c.total_a || !c.total_b)
+    return fail_config("no end-to-end time in " + (!c.total_a ? name_a : name_b) + "'s run: its baseline check did not run");
+  return c.slower.empty() ? kExitOk : core::kExitDegraded;
+}
+
 int compare_with(const CompareOptions& o) {
+  const bool saved = !o.a_results.empty() || !o.b_results.empty();
+  if (saved && (!o.a.empty() || !o.b.empty()))
+    return fail_usage("compare measures (--a, --b) or reads saved runs (--a-results, --b-results), not both");
+  if (saved && (o.a_results.empty() || o.b_results.empty())) return fail_usage("--a-results and --b-results go together");
+  if (saved) return compare_saved(o);
+  if (o.a.empty() || o.b.empty()) return fail_usage("--a and --b are required (or --a-results and --b-results)");
   const std::string& dir = o.run.outputs.bundle;
   if (!dir.empty()) {
     std::error_code ec;
@@ -60,10 +128,17 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
       "serialization) both values, their ratio, whether they differ, and which layers explain the gap.\n"
       "Keys: key_env=VAR, else NAME_API_KEY, else the preset's variable.\n"
       "Exit codes: 0 within 5 % end to end, 1 one side is slower, 3 could not run.\n"
+      "Or two runs already made, e.g. one target from two vantage points, read from their exporters' bundles:\n"
+      "  infdoctor compare --a-results eu-west=http://infdoctor.eu:9474/bundles/prod/latest/ \\\n"
+      "                    --b-results us-east=http://infdoctor.us:9474/bundles/prod/latest/\n"
       "Example: infdoctor compare --a old=https://a.example/v1,model=llama-70b --b new=https://b.example/v1,model=llama-70b --quick",
       compare_with);
-  cmd->add_option("--a", o->a, "NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR]: the first endpoint")->required();
-  cmd->add_option("--b", o->b, "the second endpoint, the same way")->required();
+  cmd->add_option("--a", o->a, "NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR]: the first endpoint");
+  cmd->add_option("--b", o->b, "the second endpoint, the same way");
+  cmd->add_option("--a-results", o->a_results,
+                  "NAME=PATH|URL: instead of measuring, a run already made: results.json, a bundle, or an exporter's "
+                  "bundle URL (http://host:9474/bundles/prod/latest/), e.g. one vantage point's");
+  cmd->add_option("--b-results", o->b_results, "the other run, the same way: e.g. eu-west=... against us-east=...");
   RunOptions& r = o->run;
   cmd->add_option("--cacert", r.endpoint.cacert, "PEM bundle of CA certificates to trust, for both");
   cmd->add_flag("--insecure,-k", r.endpoint.insecure, "do not verify certificates (both)");

@@ -226,3 +226,41 @@ TEST_CASE("history: scheduled runs whose first request finds the endpoint cold, 
 }
 
 }  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("compare: two runs already made, one target from two vantage points, read from their bundles") {
+  // The same model seen from two places: from eu-west every first token comes 300 ms later.
+  auto near = test::start_fake(R"({"models": {"m": {"overhead_ms": 30, "decode_ms_per_token": 3}}})");
+  auto far = test::start_fake(R"({"models": {"m": {"overhead_ms": 330, "decode_ms_per_token": 3}}})");
+  test::TempFile dir("", "x");
+  for (const auto& [vantage, url] : {std::pair{std::string("us-east"), near->base_url()}, {"eu-west", far->base_url()}}) {
+    const auto r = infdoctor({"run", "--base-url", url, "--model", "m", "--quick", "--checks", "baseline", "-s",
+                              "--target-name", "prod", "--vantage", vantage, "--bundle", dir.dir() + "/" + vantage});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  const std::size_t served = near->served().size() + far->served().size();
+  const auto c = infdoctor({"compare", "--a-results", "us-east=" + dir.dir() + "/us-east", "--b-results",
+                            "eu-west=" + dir.dir() + "/eu-west/results.json", "--json", "-"});
+  CAPTURE(c.err);
+  CHECK(c.exit_code == 1);
+  const auto j = nlohmann::json::parse(c.out);
+  CHECK(j["comparison"]["slower"] == "eu-west");
+  const auto& total = j["comparison"]["total_p50_ms"];
+  const double gap = total["b"].get<double>() - total["a"].get<double>();
+  MESSAGE("eu-west is " << gap << " ms slower end to end (planted 300)");
+  CHECK(gap == doctest::Approx(300).epsilon(0.1));
+  CHECK(near->served().size() + far->served().size() == served);  // nothing was sent
+  // The two places measured different servers here, which compare says.
+  CHECK(c.err.find("different targets") != std::string::npos);
+
+  const auto wrong = infdoctor({"compare", "--a-results", "us-east=" + dir.dir() + "/us-east", "--b", "x=http://127.0.0.1:9/v1,model=m"});
+  CHECK(wrong.exit_code == 64);
+  CHECK(wrong.err.find("not both") != std::string::npos);
+  const auto missing = infdoctor({"compare", "--a-results", "a=" + dir.dir() + "/nowhere", "--b-results", "b=" + dir.dir() + "/us-east"});
+  CHECK(missing.exit_code == 3);
+  CHECK(missing.err.find("nowhere") != std::string::npos);
+}
+
+}  // namespace infdoctor

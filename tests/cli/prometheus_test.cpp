@@ -225,6 +225,14 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
   CHECK(summary.status == 200);
   CHECK(summary.body.find("model_specific") != std::string::npos);
   CHECK(test::http_get(serve.url("/bundles/slow/latest/..%2F..%2Fetc%2Fpasswd")).status == 404);
+  // compare reads a run from an exporter's bundle URL: the latest run against itself is no gap.
+  auto same = net::run_command({test::infdoctor_bin(), "compare", "--a-results", "here=" + serve.url("/bundles/slow/latest/"),
+                                "--b-results", "there=" + serve.url("/bundles/slow/latest/")},
+                               30s);
+  REQUIRE(same.ok());
+  CAPTURE(same->err);
+  CHECK(same->exit_code == 0);
+  CHECK(same->out.find("here: run of ") == 0);
 
   const test::Fetched metrics = test::http_get(serve.url("/metrics"));
   CHECK(metrics.body.find(kSecret) == std::string::npos);
