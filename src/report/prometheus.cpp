@@ -146,6 +146,47 @@ PromWriter::Labels base_labels(const PromLabels& l) {
   return {{"target", l.target}, {"model", l.model}, {"module", l.module}, {"vantage", l.vantage}};
 }
 
+Tally tally_from(const prom::Exposition& earlier, const PromLabels& labels) {
+  Tally t;
+  const auto mine = base_labels(labels);
+  const auto value = [&](const std::string& name, const std::string& key, const std::string& v) {
+    auto match = mine;
+    if (!key.empty()) match.emplace_back(key, v);
+    return prom::sum(earlier, name, match).value_or(0);
+  };
+  for (auto& [outcome, n] : t.requests) n = value("infdoctor_requests_total", "outcome", outcome);
+  for (auto& [kind, n] : t.tokens) n = value("infdoctor_tokens_total", "kind", kind);
+  for (auto [name, h] : {std::pair<std::string, Histogram*>{"infdoctor_time_to_first_token_seconds", &t.ttft},
+                         {"infdoctor_inter_token_seconds", &t.itl}}) {
+    // The cumulative count at each bound, read by the bound's value ("1" and "1.0" alike).
+    std::map<double, double> at;
+    for (const auto& s : earlier.samples) {
+      if (s.name != name + "_bucket") continue;
+      bool all = true;
+      for (const auto& [k, v] : mine) all = all && s.label(k) == v;
+      const auto le = s.label("le");
+      if (!all || !le) continue;
+      at[*le == "+Inf" ? INFINITY : std::strtod(le->c_str(), nullptr)] = s.value;
+    }
+    if (at.size() != h->counts.size()) continue;  // none earlier, or other buckets
+    double previous = 0;
+    std::size_t i = 0;
+    bool same = true;
+    for (const auto& [bound, cumulative] : at) {
+      if (i < h->bounds.size() && std::fabs(bound - h->bounds[i]) > 1e-12 * std::max(1.0, bound)) same = false;
+      h->counts[i++] = static_cast<std::uint64_t>(std::max(0.0, cumulative - previous));
+      previous = cumulative;
+    }
+    if (!same) {
+      *h = Histogram(h->bounds);
+      continue;
+    }
+    h->sum = value(name + "_sum", "", "");
+    h->count = static_cast<std::uint64_t>(value(name + "_count", "", ""));
+  }
+  return t;
+}
+
 std::string target_label(const std::string& base_url) {
   std::string out = base_url.substr(0, base_url.find_first_of("?#"));
   const auto scheme_end = out.find("://");
@@ -384,6 +425,24 @@ std::string push_url(const std::string& gateway, const PromLabels& labels) {
   for (const auto& [name, value] : base_labels(labels))
     url += "/" + name + "@base64/" + (value.empty() ? std::string("=") : base64url(value));
   return url;
+}
+
+core::Result<prom::Exposition> read_gateway(const std::string& gateway, std::chrono::milliseconds timeout) {
+  http::Request req;
+  req.url = gateway;
+  while (!req.url.empty() && req.url.back() == '/') req.url.pop_back();
+  req.url += "/metrics";
+  req.timeout = timeout;
+  req.connect_timeout = std::min(timeout, std::chrono::milliseconds(5000));
+  req.max_body_bytes = 64u << 20;
+  http::Client client;
+  const http::Response resp = client.perform(req);
+  const std::string where = "cannot read the Pushgateway " + core::redact_url(gateway);
+  if (!resp.status.ok()) return core::make_error(core::ErrorCode::Io, where, resp.status.error().message);
+  if (resp.http_status != 200) return core::make_error(core::ErrorCode::Io, where, "HTTP " + std::to_string(resp.http_status));
+  auto e = prom::parse_exposition(resp.body);
+  if (!e.ok()) return core::make_error(core::ErrorCode::Io, where, e.error().message);
+  return e;
 }
 
 core::Status push_prometheus(const std::string& gateway, const PromLabels& labels, const std::string& text,

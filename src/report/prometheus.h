@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "prom/exposition.h"
 #include "rules/rules.h"
 #include "run/runner.h"
 
@@ -47,6 +48,13 @@ struct Tally {
   void add(const Tally& other);
 };
 Tally tally(const run::RunResult& r);
+
+// What earlier runs counted, read back from the text they left (a --prom file, a Pushgateway's
+// group): the counters and histograms of the series with `labels`. A run adds its own to them, so
+// the counters of a cron job's file or push stay counters from run to run, as Prometheus expects
+// (a file removed starts again from zero: a counter reset). A histogram whose buckets differ is
+// not carried over.
+Tally tally_from(const prom::Exposition& earlier, const PromLabels& labels);
 
 // One target as the exposition shows it.
 struct PromTarget {
@@ -101,6 +109,8 @@ std::string prom_number(double v);
 // Where a Pushgateway keeps one target's metrics: URL/metrics/job/infdoctor, then target, model,
 // module and vantage, each value base64url-encoded (a target may hold '/').
 std::string push_url(const std::string& gateway, const PromLabels& labels);
+// What the gateway holds now (GET URL/metrics), for tally_from.
+core::Result<prom::Exposition> read_gateway(const std::string& gateway, std::chrono::milliseconds timeout);
 // Replaces that group's metrics with `text` (HTTP PUT). The error names the gateway without its
 // credentials and what it answered.
 core::Status push_prometheus(const std::string& gateway, const PromLabels& labels, const std::string& text,

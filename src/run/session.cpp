@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "api/endpoint_spec.h"
@@ -219,16 +220,35 @@ int Session::finish(RunResult& r) {
     t.exit_code = code;
     t.run_seconds = std::chrono::duration<double>(core::real_clock().now() - measure_started_).count();
     t.finished_at_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    t.totals = report::tally(r);
     t.rules = &rules_;
     for (const auto& slo : slos_) t.slo_metrics.push_back(slo.metric);
-    const std::string text = core::scrub(report::render_prometheus({t}));
-    if (!out.prom.empty()) write(out.prom, text);
-    if (!out.push.empty())
+    // Counters go on from what the last run left where this one goes.
+    const report::Tally own = report::tally(r);
+    const auto text_after = [&](const core::Result<prom::Exposition>& earlier) {
+      t.totals = own;
+      if (earlier.ok()) t.totals.add(report::tally_from(earlier.value(), t.labels));
+      return core::scrub(report::render_prometheus({t}));
+    };
+    if (!out.prom.empty()) {
+      std::ifstream in(out.prom);
+      const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto earlier = prom::parse_exposition(before);
+      if (!before.empty() && !earlier.ok())
+        say("warning", "--prom " + out.prom + " held no Prometheus text (" + earlier.error().message +
+                           "): its counters start again from this run");
+      write(out.prom, text_after(earlier));
+    }
+    if (!out.push.empty()) {
+      auto earlier = report::read_gateway(out.push, std::chrono::seconds(10));
+      const std::string text = text_after(earlier);
       if (auto st = report::push_prometheus(out.push, t.labels, text, std::chrono::seconds(10)); !st.ok()) {
         say("error", core::scrub(st.error().message + ": " + st.error().detail));
         failed = true;
+      } else if (!earlier.ok()) {
+        say("warning", core::scrub(earlier.error().message + ": " + earlier.error().detail +
+                                   "; the pushed counters start again from this run"));
       }
+    }
   }
   if (!r.unreachable.empty())
     say("error", "could not reach the model: " + core::scrub(r.unreachable));

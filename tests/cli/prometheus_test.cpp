@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fake/demo_faults.h"
+#include "prom/exposition.h"
 #include "support/fronts.h"
 #include "support/results.h"
 #include "support/spawn.h"
@@ -138,6 +139,17 @@ TEST_CASE("prometheus: run --prom is clean for promtool check metrics, names the
 TEST_CASE("prometheus: run --push replaces the target's group in a real Pushgateway, and a dead gateway is exit 3") {
   auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
   test::Pushgateway gateway;
+  // The grouping key (job, target, model, module, vantage) on every pushed series.
+  const std::string labels = "job=\"infdoctor\",model=\"m\",module=\"quick\",target=\"local/fake\",vantage=\"ci\"";
+  const auto requests_ok = [&] {
+    const std::string body = test::http_get(gateway.url() + "/metrics").body;
+    // The gateway sorts labels by name.
+    const std::string needle = "infdoctor_requests_total{instance=\"\",job=\"infdoctor\",model=\"m\",module=\"quick\","
+                               "outcome=\"ok\",target=\"local/fake\",vantage=\"ci\"} ";
+    const auto at = body.find(needle);
+    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + needle.size()));
+  };
+  std::vector<double> counted;
   for (int i = 0; i < 2; ++i) {  // twice: the second replaces the first, and the gateway keeps one group
     auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--quick",
                                "--checks", "baseline", "-s", "--push", gateway.url(), "--target-name", "local/fake",
@@ -146,11 +158,15 @@ TEST_CASE("prometheus: run --push replaces the target's group in a real Pushgate
     REQUIRE(r.ok());
     CAPTURE(r->err);
     CHECK(r->exit_code == 0);
+    CHECK(r->err.find("warning") == std::string::npos);
+    counted.push_back(requests_ok());
   }
+  // The counters go on from what the group held: the second push counts both runs' requests.
+  MESSAGE("requests_total{outcome=ok} in the gateway after each push: " << counted[0] << ", " << counted[1]);
+  CHECK(counted[0] > 0);
+  CHECK(counted[1] == 2 * counted[0]);
   const test::Fetched got = test::http_get(gateway.url() + "/metrics");
   REQUIRE(got.status == 200);
-  // The grouping key (job, target, model, module, vantage) on every pushed series.
-  const std::string labels = "job=\"infdoctor\",model=\"m\",module=\"quick\",target=\"local/fake\",vantage=\"ci\"";
   std::size_t groups = 0;
   for (std::size_t at = 0; (at = got.body.find("push_time_seconds{", at)) != std::string::npos; ++at) ++groups;
   MESSAGE("the gateway holds " << groups << " group(s)");
@@ -165,6 +181,43 @@ TEST_CASE("prometheus: run --push replaces the target's group in a real Pushgate
   CHECK(dead->exit_code == 3);
   CHECK(dead->err.find("cannot push to the Pushgateway http://REDACTED@127.0.0.1:9/") != std::string::npos);
   CHECK(dead->err.find("pw") == std::string::npos);
+}
+
+TEST_CASE("prometheus: a cron job's --prom file keeps its counters counting from run to run, and starts again when removed") {
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
+  test::TempFile prom("", "infdoctor.prom");
+  const auto run = [&] {
+    auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--quick",
+                               "--checks", "baseline", "-s", "--prom", prom.path()},
+                              120s);
+    REQUIRE(r.ok());
+    CAPTURE(r->err);
+    CHECK(r->exit_code == 0);
+    auto e = prom::parse_exposition(slurp(prom.path()));
+    REQUIRE(e.ok());
+    return std::pair{prom::sum(*e, "infdoctor_requests_total", {{"outcome", "ok"}}).value_or(-1),
+                     prom::sum(*e, "infdoctor_time_to_first_token_seconds_count").value_or(-1)};
+  };
+  const auto first = run();
+  const auto second = run();
+  MESSAGE("requests ok " << first.first << " then " << second.first << "; TTFT observations " << first.second << " then "
+                         << second.second);
+  CHECK(first.first > 0);
+  CHECK(second.first == 2 * first.first);
+  CHECK(second.second == 2 * first.second);
+  fs::remove(prom.path());
+  CHECK(run().first == first.first);
+  // Not Prometheus text where the file goes: said, and counted from this run.
+  std::ofstream(prom.path()) << "<html>a login page</html>\n";
+  auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "m", "--quick",
+                             "--checks", "baseline", "-s", "--prom", prom.path()},
+                            120s);
+  REQUIRE(r.ok());
+  CHECK(r->exit_code == 0);
+  CHECK(r->err.find("held no Prometheus text") != std::string::npos);
+  auto check = net::run_command({"sh", "-c", "promtool check metrics < '" + prom.path() + "'"}, 30s);
+  REQUIRE(check.ok());
+  CHECK(check->exit_code == 0);
 }
 
 TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake with a planted fault and reads the cause") {

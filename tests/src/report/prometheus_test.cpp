@@ -183,3 +183,32 @@ TEST_CASE("prometheus text: labels and the Pushgateway's path never carry creden
 }
 
 }  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("prometheus text: counters read back from an earlier exposition are exactly what it held, for its own labels only") {
+  const auto r = run_with({820, 910, 1500}, "queueing", 10);
+  const report::PromLabels mine{"t", "big", "quick", "lab"}, other{"u", "big", "quick", "lab"};
+  auto e = prom::parse_exposition(render(r, mine) + "");
+  REQUIRE(e.ok());
+  const report::Tally own = report::tally(r);
+  const report::Tally back = report::tally_from(*e, mine);
+  CHECK(back.requests == own.requests);
+  CHECK(back.tokens == own.tokens);
+  CHECK(back.ttft.counts == own.ttft.counts);
+  CHECK(back.ttft.sum == doctest::Approx(own.ttft.sum));
+  CHECK(back.itl.count == own.itl.count);
+  const report::Tally none = report::tally_from(*e, other);
+  CHECK(none.requests.at("ok") == 0);
+  CHECK(none.ttft.count == 0);
+  // Buckets of another layout are not carried over; the counters still are.
+  std::string text = render(r, mine);
+  for (std::size_t at; (at = text.find("le=\"0.25\"")) != std::string::npos;) text.replace(at, 9, "le=\"0.3\"");
+  auto changed = prom::parse_exposition(text);
+  REQUIRE(changed.ok());
+  const report::Tally partial = report::tally_from(*changed, mine);
+  CHECK(partial.ttft.count == 0);
+  CHECK(partial.requests.at("ok") == 3);
+}
+
+}  // namespace infdoctor
