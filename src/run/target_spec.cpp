@@ -13,7 +13,7 @@ core::Result<TargetSpec> parse_target_spec(const std::string& text, const std::s
                                            const api::EndpointSpec& shared, const std::vector<std::string>& more_keys,
                                            std::map<std::string, std::string>* more) {
   std::string want = "NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR|,key_file=PATH]";
-  for (const auto& k : more_keys) want.insert(want.size(), "[," + k + "=...]");
+  for (const auto& k : more_keys) want += "[," + k + "=...]";
   auto bad = [&](const std::string& why) {
     return core::make_error(core::ErrorCode::InvalidArgument, flag + " " + why + " (want " + want + ")");
   };
