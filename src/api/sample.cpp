@@ -235,11 +235,11 @@ nlohmann::json value_json(const std::string& v) { return core::text_or_null(v); 
 // nlohmann's type_error, which sample_from_json turns into its error.
 template <class T>
 void read_value(const nlohmann::json& j, std::optional<T>& v) {
-  v = j.get<T>();
+  v = core::get_checked<T>(j);
 }
 template <class T>
 void read_value(const nlohmann::json& j, T& v) {
-  v = j.get<T>();
+  v = core::get_checked<T>(j);
 }
 
 }  // namespace

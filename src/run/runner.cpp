@@ -467,7 +467,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
     r.target.base_url = t.at("base_url").get<std::string>();
     r.target.scheme = t.at("scheme").get<std::string>();
     r.target.host = t.at("host").get<std::string>();
-    r.target.port = t.at("port").get<int>();
+    r.target.port = core::get_checked<int>(t.at("port"));
     r.started_at = j.at("started_at").get<std::string>();
     r.finished_at = j.at("finished_at").get<std::string>();
     if (auto it = j.find("interrupted_by"); it != j.end() && it->is_string()) r.interrupted_by = it->get<std::string>();

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 namespace infdoctor::api {
 namespace {
 
@@ -171,6 +173,12 @@ TEST_CASE("a sample read back from its JSON is the same sample, field for field"
   CHECK_FALSE(sample_from_json({{"model", "m"}, {"ttft_ms", "slow"}}).ok());
   CHECK_FALSE(sample_from_json({{"headers", {{"a", 1}}}}).ok());
   CHECK_FALSE(sample_from_json(nlohmann::json::array()).ok());
+  // A count no integer holds (a hand-edited or corrupted file) is refused, not converted.
+  for (double huge : {3.9e108, -3.9e108, 9.3e18, std::nan("")}) {
+    CHECK_FALSE(sample_from_json({{"bytes_sent", huge}}).ok());
+    CHECK_FALSE(sample_from_json({{"output_tokens", huge}}).ok());
+  }
+  CHECK(sample_from_json({{"output_tokens", 12.0}}).value().output_tokens == 12);
 }
 
 
