@@ -313,7 +313,6 @@ TEST_CASE("prometheus: serve keeps to each target's budget, reloads its config o
     const auto at = body.find(needle);
     return at == std::string::npos ? -1.0 : std::stod(body.substr(at + needle.size()));
   };
-  const std::string costly = "target=\"costly\",model=\"m\",module=\"quick\",vantage=";
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   while (std::chrono::steady_clock::now() < deadline &&
          test::http_get(serve.url("/metrics")).body.find("outcome=\"skipped_budget\"} 1") == std::string::npos)
@@ -353,7 +352,6 @@ TEST_CASE("prometheus: serve keeps to each target's budget, reloads its config o
   CHECK(metric("\ninfdoctor_config_last_reload_successful ") == 0);
   body = test::http_get(serve.url("/metrics")).body;
   CHECK(body.find("infdoctor_probe_success{target=\"fast\"") != std::string::npos);
-  (void)costly;
 
   const auto exit = serve.stop();
   CHECK(exit.exit_code == 0);
