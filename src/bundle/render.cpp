@@ -17,6 +17,7 @@ namespace infdoctor::bundle {
 namespace {
 
 using nlohmann::json;
+using core::html_escape;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -28,20 +29,6 @@ checks::CheckResult* find_mut(run::RunResult& r, const std::string& id) {
   for (auto& c : r.checks)
     if (c.id == id) return &c;
   return nullptr;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
 }
 
 // Text for a Markdown table cell or heading: one line, no column breaks.

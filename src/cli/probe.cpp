@@ -53,8 +53,7 @@ int run_probe(const ProbeOptions& o) {
   if (o.json != "-" && s.ok) std::cout << report::render_probe(s, url);
   if (!s.ok) {
     // The cause and its fix where a fix is known (the key, the URL, the model), as `run` says it.
-    std::string line = run::unreachable_cause(*ep, s);
-    if (line.empty()) line = s.failed_phase + ": " + s.error_message;
+    std::string line = run::failure_line(*ep, s);
     if (!s.request_id.empty()) line += " (request id " + s.request_id + ")";
     std::cerr << "infdoctor: error: " << core::scrub(line) << '\n';
     return kExitCouldNotRun;

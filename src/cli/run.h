@@ -13,7 +13,7 @@ struct RunOptions {
   api::EndpointSpec endpoint;
   std::string model;
   std::string small_model;
-  int max_requests = 500;
+  int max_requests = run::kDefaultMaxRequests;
   std::string metrics_url;  // --metrics-url; the engine presets' /metrics when unset
   run::PlanOptions plan;
   run::Outputs outputs;

@@ -1,7 +1,6 @@
 // infdoctor serve: the exporter (src/serve/exporter.h) behind its HTTP server, until SIGTERM or
 // SIGINT; SIGHUP reads the targets again.
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "report/prometheus.h"
 #include "serve/exporter.h"
 
 namespace infdoctor::cli {
@@ -47,11 +47,7 @@ int serve_with(ServeOptions o) {
                 << " requests an hour\n";
     return kExitOk;
   }
-  if (o.exporter.vantage.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    o.exporter.vantage = host;
-  }
+  if (o.exporter.vantage.empty()) o.exporter.vantage = report::default_vantage();
   core::silence_interrupt_message();
   core::install_interrupt_handlers();
   struct sigaction sa {};

@@ -22,6 +22,8 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 
 // `s` in ASCII lower case (header names, HTML tags, messages searched for a word).
 std::string lower(std::string_view s);
+// Text for HTML: < > & and " as entities.
+std::string html_escape(std::string_view s);
 
 // `items` with `sep` between them.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");

@@ -1,5 +1,7 @@
 #include "report/prometheus.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +44,15 @@ PromWriter::Labels with(PromWriter::Labels labels, const std::string& name, cons
   return labels;
 }
 
+// Every answered model request of the run.
+std::vector<const api::RequestSample*> answered(const run::RunResult& r) {
+  std::vector<const api::RequestSample*> out;
+  for (const auto& c : r.checks)
+    for (const auto& ls : c.requests)
+      if (ls.sample.ok) out.push_back(&ls.sample);
+  return out;
+}
+
 // The requests a run's timings stand for: the baseline's at the target model (the request as the
 // user sends it), else a probe's, else every answered one.
 std::vector<const api::RequestSample*> reference_samples(const run::RunResult& r) {
@@ -53,10 +64,7 @@ std::vector<const api::RequestSample*> reference_samples(const run::RunResult& r
           if (ls.sample.ok && (r.models.target.empty() || ls.sample.model == r.models.target)) out.push_back(&ls.sample);
     if (!out.empty()) return out;
   }
-  for (const auto& c : r.checks)
-    for (const auto& ls : c.requests)
-      if (ls.sample.ok) out.push_back(&ls.sample);
-  return out;
+  return answered(r);
 }
 
 std::optional<double> median_of(const std::vector<const api::RequestSample*>& samples,
@@ -196,6 +204,12 @@ std::string target_label(const std::string& base_url) {
   return out;
 }
 
+std::string default_vantage() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
 std::string module_of(bool quick, bool full) { return quick ? "quick" : full ? "full" : "default"; }
 
 std::string prom_number(double v) {
@@ -309,10 +323,7 @@ void render_target(PromWriter& w, const PromTarget& t) {
   // The phases of the reference request; connection set-up from whichever requests made one.
   using S = api::RequestSample;
   const auto ref = reference_samples(r);
-  std::vector<const S*> all;
-  for (const auto& c : r.checks)
-    for (const auto& ls : c.requests)
-      if (ls.sample.ok) all.push_back(&ls.sample);
+  const auto all = answered(r);
   const auto diff = [](const std::optional<double>& a, const std::optional<double>& b) -> std::optional<double> {
     if (a && b) return *a - *b;
     return std::nullopt;

@@ -78,6 +78,9 @@ std::string render_prometheus(const std::vector<PromTarget>& targets, const std:
 // credentials or query.
 std::string target_label(const std::string& base_url);
 
+// The vantage label when none is given: this host's name.
+std::string default_vantage();
+
 // The module a run's plan amounts to: "quick", "full" or "default".
 std::string module_of(bool quick, bool full);
 

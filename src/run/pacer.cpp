@@ -66,6 +66,11 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
   return {};
 }
 
+std::string failure_line(const api::Endpoint& ep, const api::RequestSample& s) {
+  std::string line = unreachable_cause(ep, s);
+  return line.empty() ? s.failed_phase + ": " + s.error_message : line;
+}
+
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n) {
   char word[40];
   std::snprintf(word, sizeof word, "n%08llx%06llx", static_cast<unsigned long long>(seed & 0xffffffffu),

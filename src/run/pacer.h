@@ -19,6 +19,9 @@ namespace infdoctor::run {
 // Why a failed request means the run cannot reach the model at all, with the fix; empty when the
 // failure is the provider's to answer for (a timeout, a 5xx, a broken stream, a 429).
 std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample& s);
+// What a failed request says on its own: the cause and fix when unreachable_cause knows one,
+// else "phase: message".
+std::string failure_line(const api::Endpoint& ep, const api::RequestSample& s);
 
 // `prompt` with its first word replaced by a word unique to the run (seed) and the request (n);
 // a prompt that does not start with a word gets the nonce in front.

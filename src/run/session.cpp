@@ -90,11 +90,9 @@ core::Result<std::unique_ptr<Session>> Session::open(SessionOptions options, Sub
 Session::~Session() = default;
 
 report::PromLabels Session::prom_labels() const {
-  char host[256] = {};
-  if (options_.vantage.empty()) ::gethostname(host, sizeof host - 1);
   return {options_.target_name.empty() ? report::target_label(subject_.endpoint.base_url) : options_.target_name,
           subject_.models.target, options_.module.empty() ? "default" : options_.module,
-          options_.vantage.empty() ? std::string(host) : options_.vantage};
+          options_.vantage.empty() ? report::default_vantage() : options_.vantage};
 }
 
 void Session::say(const std::string& level, const std::string& text) const {

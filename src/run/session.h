@@ -25,12 +25,15 @@
 
 namespace infdoctor::run {
 
+// The most model requests one run sends unless told otherwise (`run --max-requests`).
+inline constexpr int kDefaultMaxRequests = 500;
+
 // Who is measured: the endpoint, the models asked and the request budget.
 struct Subject {
   api::Endpoint endpoint;
   std::string preset;  // its name, when the endpoint came from one: the run counts its signals
   checks::Models models;
-  int max_requests = 500;
+  int max_requests = kDefaultMaxRequests;
   std::string metrics_url;  // the engine's /metrics, scraped before and after each check; "" none
 };
 

@@ -1,7 +1,5 @@
 #include "serve/exporter.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -20,6 +18,7 @@
 #include "core/exit_code.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "core/strings.h"
 #include "report/prometheus.h"
 #include "run/engine_metrics.h"
 #include "run/pacer.h"
@@ -33,7 +32,6 @@ using Clock = std::chrono::steady_clock;
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 constexpr auto kHour = std::chrono::hours(1);
-constexpr int kMaxRequestsPerRun = 500;  // `run`'s default --max-requests
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -53,6 +51,29 @@ bool is_stamp(const std::string& s) {
   return s.size() == 16 && s[8] == 'T' && s[15] == 'Z' &&
          std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'T' || c == 'Z'; });
 }
+
+// The bundles in a target's directory, oldest first.
+std::vector<std::string> stamps_in(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> stamps;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (is_stamp(e.path().filename().string())) stamps.push_back(e.path().filename().string());
+  std::sort(stamps.begin(), stamps.end());
+  return stamps;
+}
+
+// The plan a module runs: `run`'s profiles (a probe has none).
+run::PlanOptions plan_options(const std::string& module) {
+  run::PlanOptions po;
+  po.quick = module == "quick";
+  po.full = module == "full";
+  return po;
+}
+
+HttpResponse text(int status, const std::string& body) { return {status, "text/plain; charset=utf-8", body}; }
+
+// Seconds to the millisecond, for a log line.
+std::string seconds_text(double s) { return report::prom_number(std::round(s * 1000) / 1000); }
 
 // One target's schedule, spending and latest results.
 struct State {
@@ -221,8 +242,7 @@ struct Exporter::Impl {
       if (s.ok) {
         out.exit_code = core::kExitOk;
       } else {
-        r->unreachable = run::unreachable_cause(*ep, s);
-        if (r->unreachable.empty()) r->unreachable = s.failed_phase + ": " + s.error_message;
+        r->unreachable = run::failure_line(*ep, s);
         c.fail(core::make_error(core::ErrorCode::HttpStatus, r->unreachable));
       }
     } else {
@@ -241,10 +261,7 @@ struct Exporter::Impl {
     Outcome out;
     const auto t0 = Clock::now();
     auto ep = api::make_endpoint(t.spec.endpoint);
-    run::PlanOptions po;
-    po.quick = t.module == "quick";
-    po.full = t.module == "full";
-    auto plan = run::make_plan(po);
+    auto plan = run::make_plan(plan_options(t.module));
     if (!ep.ok() || !plan.ok()) {
       log("error", "cannot run " + t.spec.name + ": " + (!ep.ok() ? ep.error().message : plan.error().message),
           {{"target", t.spec.name}});
@@ -300,10 +317,7 @@ struct Exporter::Impl {
       remaining = t.budget_per_hour - st.spent_last_hour(Clock::now());
     }
     if (t.module != "probe") {
-      run::PlanOptions po;
-      po.quick = t.module == "quick";
-      po.full = t.module == "full";
-      if (auto plan = run::make_plan(po); plan.ok())
+      if (auto plan = run::make_plan(plan_options(t.module)); plan.ok())
         cost = run::planned_cost(run::planned_steps(plan.value(), t.spec.models)).requests;
     }
     if (cost > remaining) {
@@ -324,7 +338,7 @@ struct Exporter::Impl {
     }
     const Outcome o = t.module == "probe"
                           ? probe(t, std::chrono::milliseconds(static_cast<long>(t.spec.endpoint.timeout_s * 1000)))
-                          : checklist(t, std::min(remaining, kMaxRequestsPerRun), bundle);
+                          : checklist(t, std::min(remaining, run::kDefaultMaxRequests), bundle);
     keep(st, o, true);
     {
       std::lock_guard lock(mu);
@@ -334,7 +348,7 @@ struct Exporter::Impl {
     Fields f = {{"target", t.spec.name},
                 {"module", t.module},
                 {"exit_code", std::to_string(o.exit_code)},
-                {"seconds", report::prom_number(std::round(o.seconds * 1000) / 1000)}};
+                {"seconds", seconds_text(o.seconds)}};
     if (o.result && !o.result->diagnosis.empty()) f.emplace_back("top_finding", o.result->diagnosis.front().rule);
     if (!bundle.empty()) f.emplace_back("bundle", bundle);
     log(o.exit_code == core::kExitCouldNotRun ? "error" : "info", "run finished", f);
@@ -343,10 +357,7 @@ struct Exporter::Impl {
   // Keeps the newest `keep_bundles` of a target's bundles.
   void rotate(const std::string& name) {
     std::error_code ec;
-    std::vector<std::string> stamps;
-    for (const auto& e : fs::directory_iterator(fs::path(options.bundles_dir) / name, ec))
-      if (is_stamp(e.path().filename().string())) stamps.push_back(e.path().filename().string());
-    std::sort(stamps.begin(), stamps.end());
+    const auto stamps = stamps_in(fs::path(options.bundles_dir) / name);
     const std::size_t keep = static_cast<std::size_t>(std::max(options.keep_bundles, 1));
     for (std::size_t i = 0; i + keep < stamps.size(); ++i) fs::remove_all(fs::path(options.bundles_dir) / name / stamps[i], ec);
   }
@@ -407,11 +418,10 @@ struct Exporter::Impl {
       for (const auto& [n, s] : states) names += (names.empty() ? "" : ", ") + n;
       if (auto it = states.find(name); it != states.end()) st = it->second;
     }
-    if (!st) return {400, "text/plain; charset=utf-8", "unknown target '" + name + "'; known: " + names + "\n"};
+    if (!st) return text(400, "unknown target '" + name + "'; known: " + names + "\n");
     if (module != "probe")
-      return {400, "text/plain; charset=utf-8",
-              "module '" + module + "' takes minutes, longer than a scrape: it runs on the target's schedule and /metrics "
-              "shows it; /probe runs module=probe\n"};
+      return text(400, "module '" + module + "' takes minutes, longer than a scrape: it runs on the target's schedule and /metrics "
+              "shows it; /probe runs module=probe\n");
     // Within the scrape's own timeout, less half a second for the answer (as blackbox_exporter).
     double timeout_s = 10;
     if (auto it = req.headers.find("x-prometheus-scrape-timeout-seconds"); it != req.headers.end()) {
@@ -423,12 +433,12 @@ struct Exporter::Impl {
     const auto deadline = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
     std::unique_lock busy(st->busy, std::defer_lock);
     if (!busy.try_lock_for(deadline / 2))
-      return {503, "text/plain; charset=utf-8", "a run against " + name + " is in progress; probe again after it\n"};
+      return text(503, "a run against " + name + " is in progress; probe again after it\n");
     ServeTarget t;
     {
       std::lock_guard lock(mu);
       if (st->target.budget_per_hour - st->spent_last_hour(Clock::now()) < 1)
-        return {429, "text/plain; charset=utf-8", "the hour's request budget of " + name + " is spent\n"};
+        return text(429, "the hour's request budget of " + name + " is spent\n");
       t = st->target;
     }
     const Outcome o = probe(t, deadline / 2);
@@ -441,13 +451,13 @@ struct Exporter::Impl {
     pt.finished_at_s = unix_now();
     pt.totals = report::tally(*o.result);
     log(o.exit_code == core::kExitOk ? "info" : "warning", "probe answered",
-        {{"target", name}, {"exit_code", std::to_string(o.exit_code)}, {"seconds", report::prom_number(std::round(o.seconds * 1000) / 1000)}});
+        {{"target", name}, {"exit_code", std::to_string(o.exit_code)}, {"seconds", seconds_text(o.seconds)}});
     return {200, "text/plain; version=0.0.4; charset=utf-8", core::scrub(report::render_prometheus({pt}))};
   }
 
   // /bundles, /bundles/NAME/, /bundles/NAME/STAMP/ (or latest), /bundles/NAME/STAMP/FILE.
   HttpResponse bundles(const std::string& path) {
-    if (options.bundles_dir.empty()) return {404, "text/plain; charset=utf-8", "no bundles are kept (--bundles '')\n"};
+    if (options.bundles_dir.empty()) return text(404, "no bundles are kept (--bundles '')\n");
     std::vector<std::string> parts;
     std::stringstream ss(path.substr(std::string("/bundles").size()));
     for (std::string p; std::getline(ss, p, '/');)
@@ -458,8 +468,9 @@ struct Exporter::Impl {
       for (const auto& [n, _] : states) names.push_back(n);
     }
     const auto listing = [](const std::string& title, const std::vector<std::string>& links) {
-      std::string body = "<!doctype html><meta charset=utf-8><title>" + title + "</title><h1>" + title + "</h1><ul>\n";
-      for (const auto& l : links) body += "<li><a href=\"" + l + "\">" + l + "</a></li>\n";
+      std::string body = "<!doctype html><meta charset=utf-8><title>" + core::html_escape(title) + "</title><h1>" +
+                         core::html_escape(title) + "</h1><ul>\n";
+      for (const auto& l : links) body += "<li><a href=\"" + core::html_escape(l) + "\">" + core::html_escape(l) + "</a></li>\n";
       return HttpResponse{200, "text/html; charset=utf-8", body + "</ul>\n"};
     };
     if (parts.empty()) {
@@ -468,13 +479,11 @@ struct Exporter::Impl {
       return listing("infdoctor bundles", links);
     }
     if (std::find(names.begin(), names.end(), parts[0]) == names.end() || parts.size() > 3)
-      return {404, "text/plain; charset=utf-8", "no such target\n"};
+      return text(404, "no such target\n");
     const fs::path dir = fs::path(options.bundles_dir) / parts[0];
     std::error_code ec;
-    std::vector<std::string> stamps;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (is_stamp(e.path().filename().string())) stamps.push_back(e.path().filename().string());
-    std::sort(stamps.rbegin(), stamps.rend());
+    auto stamps = stamps_in(dir);
+    std::reverse(stamps.begin(), stamps.end());
     if (parts.size() == 1) {
       std::vector<std::string> links;
       for (const auto& s : stamps) links.push_back(s + "/");
@@ -483,7 +492,7 @@ struct Exporter::Impl {
     std::string stamp = parts[1];
     if (stamp == "latest" && !stamps.empty()) stamp = stamps.front();
     if (std::find(stamps.begin(), stamps.end(), stamp) == stamps.end())
-      return {404, "text/plain; charset=utf-8", "no such bundle\n"};
+      return text(404, "no such bundle\n");
     if (parts.size() == 2) {
       std::vector<std::string> files;
       for (const auto& e : fs::directory_iterator(dir / stamp, ec))
@@ -493,7 +502,7 @@ struct Exporter::Impl {
     }
     const fs::path file = dir / stamp / parts[2];
     if (parts[2].find("..") != std::string::npos || !fs::is_regular_file(file, ec))
-      return {404, "text/plain; charset=utf-8", "no such file\n"};
+      return text(404, "no such file\n");
     std::ifstream in(file, std::ios::binary);
     std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string ext = file.extension().string();
@@ -508,11 +517,11 @@ struct Exporter::Impl {
     const std::string& p = req.path;
     if (p == "/metrics") return metrics();
     if (p == "/probe") return on_demand_probe(req);
-    if (p == "/-/healthy") return {200, "text/plain; charset=utf-8", "Healthy\n"};
+    if (p == "/-/healthy") return text(200, "Healthy\n");
     if (p == "/-/ready") {
       std::lock_guard lock(mu);
-      if (stopping) return {503, "text/plain; charset=utf-8", "stopping\n"};
-      return {200, "text/plain; charset=utf-8", "Ready\n"};
+      if (stopping) return text(503, "stopping\n");
+      return text(200, "Ready\n");
     }
     if (p == "/bundles" || p.rfind("/bundles/", 0) == 0) return bundles(p);
     if (p == "/")
@@ -521,7 +530,7 @@ struct Exporter::Impl {
               "<li><a href=\"metrics\">metrics</a></li><li><a href=\"bundles\">bundles</a></li>"
               "<li>probe?target=NAME&amp;module=probe</li><li><a href=\"-/healthy\">-/healthy</a></li>"
               "<li><a href=\"-/ready\">-/ready</a></li></ul>\n"};
-    return {404, "text/plain; charset=utf-8", "not found; try /metrics, /probe?target=NAME, /bundles, /-/healthy\n"};
+    return text(404, "not found; try /metrics, /probe?target=NAME, /bundles, /-/healthy\n");
   }
 };
 

@@ -163,23 +163,31 @@ bool answers(const std::string& url, std::chrono::seconds limit) {
   return false;
 }
 
+// Starts a server of the Prometheus family, `args` and its --web.listen-address on a free
+// loopback port, waits for its /-/ready, and returns its URL.
+std::string start_ready(std::unique_ptr<net::Process>& proc, const std::vector<std::string>& args) {
+  int port = 0;
+  proc = start_listening(
+      [&](int p) {
+        auto argv = args;
+        argv.insert(argv.end(), {"--web.listen-address=127.0.0.1:" + std::to_string(p), "--log.level=warn"});
+        return argv;
+      },
+      port);
+  REQUIRE_MESSAGE(proc != nullptr, args.front() << " did not listen");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  REQUIRE_MESSAGE(answers(url + "/-/ready", std::chrono::seconds(30)), args.front() << " was not ready in 30 s");
+  return url;
+}
+
 }  // namespace
 
 Prometheus::Prometheus(const std::string& scrape_configs) : conf_("", "prometheus.yml") {
   std::ofstream(conf_.path()) << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
                               << "scrape_configs:\n"
                               << scrape_configs;
-  int port = 0;
-  proc_ = start_listening(
-      [&](int p) {
-        return std::vector<std::string>{"/usr/bin/prometheus", "--config.file=" + conf_.path(),
-                                        "--storage.tsdb.path=" + conf_.dir() + "/data",
-                                        "--web.listen-address=127.0.0.1:" + std::to_string(p), "--log.level=warn"};
-      },
-      port);
-  REQUIRE_MESSAGE(proc_ != nullptr, "prometheus did not listen");
-  url_ = "http://127.0.0.1:" + std::to_string(port);
-  REQUIRE_MESSAGE(answers(url_ + "/-/ready", std::chrono::seconds(30)), "prometheus was not ready in 30 s");
+  url_ = start_ready(proc_, {"/usr/bin/prometheus", "--config.file=" + conf_.path(),
+                             "--storage.tsdb.path=" + conf_.dir() + "/data"});
 }
 
 Prometheus::~Prometheus() {
@@ -204,16 +212,7 @@ nlohmann::json Prometheus::query(const std::string& promql) const {
 }
 
 Pushgateway::Pushgateway() : dir_("", "pushgateway.data") {
-  int port = 0;
-  proc_ = start_listening(
-      [&](int p) {
-        return std::vector<std::string>{"/usr/bin/prometheus-pushgateway", "--persistence.file=" + dir_.path(),
-                                        "--web.listen-address=127.0.0.1:" + std::to_string(p), "--log.level=warn"};
-      },
-      port);
-  REQUIRE_MESSAGE(proc_ != nullptr, "prometheus-pushgateway did not listen");
-  url_ = "http://127.0.0.1:" + std::to_string(port);
-  REQUIRE_MESSAGE(answers(url_ + "/-/ready", std::chrono::seconds(30)), "the pushgateway was not ready in 30 s");
+  url_ = start_ready(proc_, {"/usr/bin/prometheus-pushgateway", "--persistence.file=" + dir_.path()});
 }
 
 Pushgateway::~Pushgateway() {
