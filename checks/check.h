@@ -28,6 +28,7 @@ enum class Explains {
   Nothing,         // shown, not counted (it may be inside another layer, or apply only sometimes)
   Whole,           // the difference itself
   PerOutputToken,  // the difference times the typical request's output tokens after the first
+  PerPromptToken,  // the difference times the reference request's prompt tokens
 };
 
 // What a metric is of the typical request (the baseline's target model): compare prices a
@@ -47,6 +48,9 @@ struct MetricTags {
   const char* slo = nullptr;    // the short name --slo accepts for it
   Typical typical = Typical::None;
   const char* column = nullptr;  // `infdoctor history` shows it in its runs table under this heading
+  // For a fitted slope: the fit's R² metric. Compare tells two slopes apart by it when each line
+  // explains its points (R² 0.9 or more): every point of the fit then says the same.
+  const char* fit_r2 = nullptr;
 };
 
 struct MetricInfo {

@@ -37,6 +37,40 @@ constexpr double kEqualWithin = 0.05;
 
 bool differ(double a, double b) { return std::fabs(b - a) > kEqualWithin * std::min(std::fabs(a), std::fabs(b)); }
 
+// A slope's fit explains its points when its R² is 0.9 or more.
+constexpr double kFitExplains = 0.9;
+
+// The request both sides are priced on: the reference request (--workload) when both runs priced
+// the same one, else the baseline's short request.
+struct Reference {
+  std::optional<double> total_a, total_b, prompt_tokens, output_tokens;
+  std::string what;
+};
+
+Reference reference_of(const std::map<std::string, double>& ma, const std::map<std::string, double>& mb) {
+  Reference r;
+  const auto pa = get(ma, "run.workload_prompt_tokens_count"), pb = get(mb, "run.workload_prompt_tokens_count");
+  const auto oa = get(ma, "run.workload_output_tokens_count"), ob = get(mb, "run.workload_output_tokens_count");
+  const auto ta = get(ma, "run.workload_total_ms"), tb = get(mb, "run.workload_total_ms");
+  if (pa && pb && oa && ob && *pa == *pb && *oa == *ob && ta && tb) {
+    r.total_a = ta;
+    r.total_b = tb;
+    r.prompt_tokens = pa;
+    r.output_tokens = oa;
+    char what[160];
+    std::snprintf(what, sizeof what, "the reference request, %.0f prompt and %.0f output tokens, priced from each side's own measurements",
+                  *pa, *oa);
+    r.what = what;
+    return r;
+  }
+  const std::string total = checks::typical_metric(checks::Typical::EndToEnd);
+  r.total_a = get(ma, total);
+  r.total_b = get(mb, total);
+  r.output_tokens = get(ma, checks::typical_metric(checks::Typical::OutputTokens));
+  r.what = "the baseline's short request, p50 (the two runs priced no common reference request)";
+  return r;
+}
+
 }  // namespace
 
 Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::string& name_a, const std::string& name_b) {
@@ -44,10 +78,11 @@ Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::str
   Comparison c;
   c.name_a = name_a;
   c.name_b = name_b;
-  const std::string total = checks::typical_metric(checks::Typical::EndToEnd);
-  c.total_a = get(ma, total);
-  c.total_b = get(mb, total);
-  const auto out_tokens = get(ma, checks::typical_metric(checks::Typical::OutputTokens));
+  const Reference ref = reference_of(ma, mb);
+  c.total_a = ref.total_a;
+  c.total_b = ref.total_b;
+  c.priced_on = ref.what;
+  const auto out_tokens = ref.output_tokens;
   // The layers are the metrics their checks tag with one, in run order.
   for (const auto& m : checks::all_metrics()) {
     if (!m.tags.layer) continue;
@@ -68,17 +103,29 @@ Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::str
         const auto alo = get(ma, lo), ahi = get(ma, hi), blo = get(mb, lo), bhi = get(mb, hi);
         if (alo && ahi && blo && bhi) l.significant = (*bhi < *alo || *blo > *ahi) && differ(*l.a, *l.b) ? "yes" : "no";
       }
-      if (l.significant.empty()) {
-        const double diff = std::fabs(*l.b - *l.a);
-        const double r = l.ratio ? std::max(*l.ratio, 1.0 / std::max(*l.ratio, 1e-9)) : 0;
-        l.significant = r >= 1.5 && (m.unit != "ms" || diff >= 5) ? "likely" : "unclear";
-      }
-      // What the layer adds to a typical request (the baseline's): time to first token as a
-      // whole, of which the path's round trip; decode per token times the tokens after the first.
+      // What the layer adds to the request both are priced on: time to first token as a whole, of
+      // which the path's round trip; decode per token times the tokens after the first; prefill
+      // per token times the prompt's tokens.
       const double diff = *l.b - *l.a;
       if (m.tags.explains == checks::Explains::Whole) l.explains_ms = diff;
       if (m.tags.explains == checks::Explains::PerOutputToken && out_tokens && *out_tokens > 1)
         l.explains_ms = diff * (*out_tokens - 1);
+      if (m.tags.explains == checks::Explains::PerPromptToken && ref.prompt_tokens) l.explains_ms = diff * *ref.prompt_tokens;
+      const double r = l.ratio ? std::max(*l.ratio, 1.0 / std::max(*l.ratio, 1e-9)) : 0;
+      // A slope whose line explains its points on both sides is measured at every point of its
+      // fit: 1.5x apart, and milliseconds apart on the priced request, it differs.
+      if (l.significant.empty() && m.tags.fit_r2) {
+        const auto ra = get(ma, m.tags.fit_r2), rb = get(mb, m.tags.fit_r2);
+        if (ra && rb && *ra >= kFitExplains && *rb >= kFitExplains)
+          l.significant = r >= 1.5 && std::fabs(l.explains_ms) >= 5 ? "yes" : "no";
+      }
+      if (l.significant.empty()) {
+        // Per-token and per-megabyte costs are judged on what they add to the priced request.
+        const double ms_apart = m.tags.explains == checks::Explains::Whole || m.tags.explains == checks::Explains::Nothing
+                                    ? std::fabs(diff)
+                                    : std::fabs(l.explains_ms);
+        l.significant = r >= 1.5 && (m.unit != "ms" || ms_apart >= 5) ? "likely" : "unclear";
+      }
     }
     c.layers.push_back(std::move(l));
   }
@@ -115,6 +162,7 @@ nlohmann::json to_json(const Comparison& c) {
           {"a", c.name_a},
           {"b", c.name_b},
           {"total_p50_ms", {{"a", opt(c.total_a)}, {"b", opt(c.total_b)}}},
+          {"priced_on", c.priced_on},
           {"slower", core::text_or_null(c.slower)},
           {"explaining", c.explaining},
           {"layers", layers}};
@@ -134,7 +182,7 @@ std::string render_comparison(const Comparison& c) {
                   std::fabs(l.explains_ms) >= 0.5 ? num(l.explains_ms, "%+.0f").c_str() : "");
     o << line;
   }
-  o << "\nend to end (typical request, p50): " << c.name_a << " " << num(c.total_a, "%.0f") << " ms, " << c.name_b << " "
+  o << "\nend to end (" << c.priced_on << "): " << c.name_a << " " << num(c.total_a, "%.0f") << " ms, " << c.name_b << " "
     << num(c.total_b, "%.0f") << " ms\n";
   if (!c.total_a || !c.total_b) {
     o << "No end-to-end time on " << (!c.total_a ? c.name_a : c.name_b)
@@ -157,8 +205,9 @@ std::string render_comparison(const Comparison& c) {
     }
   }
   o << "(different?: yes = the 95 % intervals of the medians do not overlap and the medians are more than 5 % "
-       "apart; likely = no interval, 1.5x and 5 ms "
-       "apart; explains = ms of the typical request's gap, B - A)\n";
+       "apart, or for a fitted slope both fits explain their points (R2 0.9 or more) and the slopes are 1.5x and 5 ms "
+       "of the priced request apart; likely = no interval, 1.5x and 5 ms "
+       "apart; explains = ms of the priced request's gap, B - A)\n";
   return o.str();
 }
 
@@ -177,7 +226,7 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
   } else if (c.slower.empty()) {
     o << "End to end the two are within 5 % of each other.\n\n";
   } else {
-    o << "**" << slow << " takes " << num(b_slower ? c.total_b : c.total_a, "%.0f") << " ms for a typical request where "
+    o << "**" << slow << " takes " << num(b_slower ? c.total_b : c.total_a, "%.0f") << " ms for " << c.priced_on << " where "
       << fast << " takes " << num(b_slower ? c.total_a : c.total_b, "%.0f") << " ms.**\n\n";
     if (!c.explaining.empty()) {
       o << "The difference is in:\n\n";

@@ -19,14 +19,19 @@ struct LayerDiff {
   std::optional<double> a, b, ratio;  // ratio = b / a
   // "yes": the 95 % intervals do not overlap and the values differ by more than 5 %; "no": they
   // overlap, or the values are within 5 % of each other; "likely": no interval, but B and A
-  // differ by 1.5x and 5 ms or more; "unclear": no interval and a smaller difference; "" unmeasured.
+  // differ by 1.5x and 5 ms or more (per-token costs: 5 ms on the priced request); for a fitted
+  // slope whose fits both explain their points (R² 0.9 or more), "yes" or "no" by the same bar;
+  // "unclear": no interval and a smaller difference; "" unmeasured.
   std::string significant;
   double explains_ms = 0;  // of the typical request's end-to-end gap (B - A); 0 for layers outside it
 };
 
 struct Comparison {
   std::string name_a, name_b;
-  std::optional<double> total_a, total_b;  // baseline.total_p50_ms
+  // The end-to-end time of the request both sides are priced on: the reference request
+  // (run.workload_total_ms) when both runs priced the same one, else the baseline's median.
+  std::optional<double> total_a, total_b;
+  std::string priced_on;  // which request that is, in words
   std::vector<LayerDiff> layers;
   std::string slower;                   // name of the slower side, "" when equal or unmeasured
   std::vector<std::string> explaining;  // layers that explain the gap, largest first

@@ -77,4 +77,40 @@ TEST_CASE("compare_runs: separated intervals within 5 % of each other are no dif
   CHECK(layer(compare_runs(run(85.0), run(80.1), "A", "B"), "time to first token").significant == "yes");
 }
 
+TEST_CASE("compare_runs: the migration story, decode 6x and prefill 14x, priced on the same reference request") {
+  // Each side priced the default reference request (1,024 prompt and 128 output tokens) from its
+  // own measurements: B's prefill of 14x A's shows on that prompt, not on the baseline's short one.
+  const auto side = [](double prefill, double tpot, double r2) {
+    RunResult r = with({{"baseline",
+                         {{"ttft_p50_ms", 60 + 32 * prefill}, {"tpot_p50_ms", tpot}, {"output_tokens_p50_count", 64},
+                          {"total_p50_ms", 60 + 32 * prefill + 63 * tpot}}},
+                        {"sweep", {{"prefill_ms_per_token", prefill}, {"prefill_overhead_ms", 60}, {"prefill_fit_r2_ratio", r2}}}});
+    r.run_metrics = {{"run.workload_prompt_tokens_count", 1024},
+                     {"run.workload_output_tokens_count", 128},
+                     {"run.workload_total_ms", 60 + 1024 * prefill + 127 * tpot}};
+    return r;
+  };
+  const Comparison c = compare_runs(side(0.2, 12, 0.99), side(2.85, 71.2, 0.98), "A", "B");
+  CHECK(c.priced_on.find("1024 prompt and 128 output tokens") != std::string::npos);
+  CHECK(*c.total_a == doctest::Approx(60 + 204.8 + 1524));
+  const auto& prefill = layer(c, "prefill per prompt token");
+  CHECK(*prefill.ratio == doctest::Approx(14.25));
+  CHECK(prefill.significant == "yes");  // both fits explain their points: measured at every size
+  CHECK(prefill.explains_ms == doctest::Approx((2.85 - 0.2) * 1024));
+  const auto& decode = layer(c, "decode per output token");
+  CHECK(decode.explains_ms == doctest::Approx((71.2 - 12) * 127));
+  REQUIRE(c.explaining.size() == 2);
+  CHECK(c.explaining[0] == "decode per output token");
+  CHECK(c.explaining[1] == "prefill per prompt token");
+  CHECK(render_comparison(c).find("prefill per prompt token: 2714 ms") != std::string::npos);
+
+  // A fit that does not explain its points leaves the ratio to the plain bar ("likely").
+  CHECK(layer(compare_runs(side(0.2, 12, 0.5), side(2.85, 71.2, 0.98), "A", "B"), "prefill per prompt token").significant ==
+        "likely");
+  // Without a common reference request, the baseline's short request is what both are priced on.
+  RunResult other = side(2.85, 71.2, 0.98);
+  other.run_metrics["run.workload_prompt_tokens_count"] = 4096;
+  CHECK(compare_runs(side(0.2, 12, 0.99), other, "A", "B").priced_on.find("baseline") != std::string::npos);
+}
+
 }  // namespace infdoctor::run
