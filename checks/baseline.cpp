@@ -37,6 +37,13 @@ const CheckInfo kInfo{
       {.typical = Typical::OutputTokens}},
      {"baseline.events_per_token_ratio", "ratio", "target model: content events per output token"},
      {"baseline.arrivals_per_token_ratio", "ratio", "target model: distinct moments content arrived, per output token"},
+     {"baseline.arrivals_per_event_ratio", "ratio",
+      "target model: distinct moments content arrived, per content event (1 when each event is passed on as sent, however many tokens it carries)"},
+     {"baseline.clump_wait_p50_ms", "ms",
+      "target model: median time its first token was held for the rest of its clump (0 for a stream that arrived as generated)"},
+     {"baseline.clump_generation_ms_per_token", "ms",
+      "target model, clumped streams: generation time per token from the clumps after the first (the last leaves when the stream ends)"},
+     {"baseline.small_clump_wait_p50_ms", "ms", "small model: median time its first token was held for the rest of its clump"},
      {"baseline.samples_count", "count", "target model: successful requests"},
      {"baseline.reasoning_tokens_p50_count", "count", "target model: median reasoning tokens (usage), when it reasons"},
      {"baseline.hidden_reasoning_ratio", "ratio",
@@ -66,7 +73,10 @@ const CheckInfo kInfo{
 constexpr double kWidestCommonPair = 70.0 / 8.0;
 
 struct Series {
-  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token;
+  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token, arrivals_per_event;
+  // A clumped stream's first-token wait (0 when it arrived as generated), and its clumps' own
+  // generation time per token.
+  std::vector<double> clump_wait, clump_generation;
   // A reasoning model's: usage's reasoning tokens, the first answer token (from the request
   // sent), the time spent reasoning before it, and the requests whose reasoning never arrived.
   std::vector<double> reasoning_tokens, first_answer, reasoning_ms;
@@ -120,6 +130,10 @@ class BaselineCheck final : public Check {
         if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
         if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
         if (auto a = api::arrivals_per_token(s)) dst.arrivals_per_token.push_back(*a);
+        if (auto a = api::arrivals_per_event(s)) dst.arrivals_per_event.push_back(*a);
+        const auto c = api::clumps(s);
+        dst.clump_wait.push_back(c ? c->first_token_wait_ms : 0.0);
+        if (c) dst.clump_generation.push_back(c->generation_ms_per_token);
         dst.itl.insert(dst.itl.end(), s.itl_ms.begin(), s.itl_ms.end());
         if (s.reasoning_tokens && *s.reasoning_tokens > 0) {
           dst.reasoning_tokens.push_back(static_cast<double>(*s.reasoning_tokens));
@@ -155,6 +169,9 @@ class BaselineCheck final : public Check {
     if (auto v = stats::median(target.tokens)) out.set("output_tokens_p50_count", *v);
     if (auto v = stats::median(target.events_per_token)) out.set("events_per_token_ratio", *v);
     if (auto v = stats::median(target.arrivals_per_token)) out.set("arrivals_per_token_ratio", *v);
+    if (auto v = stats::median(target.arrivals_per_event)) out.set("arrivals_per_event_ratio", *v);
+    if (auto v = stats::median(target.clump_wait)) out.set("clump_wait_p50_ms", *v);
+    if (auto v = stats::median(target.clump_generation)) out.set("clump_generation_ms_per_token", *v);
     if (!target.reasoning_tokens.empty()) {
       out.set("reasoning_tokens_p50_count", *stats::median(target.reasoning_tokens));
       out.set("hidden_reasoning_ratio", static_cast<double>(target.hidden_reasoning) / target.reasoning_tokens.size());
@@ -167,12 +184,13 @@ class BaselineCheck final : public Check {
       if (st) out.set("small_ttft_p50_ms", *st);
       if (sp) out.set("small_tpot_p50_ms", *sp);
       if (so) out.set("small_total_p50_ms", *so);
+      if (auto v = stats::median(small.clump_wait)) out.set("small_clump_wait_p50_ms", *v);
       if (st && tt.p50 && *st > 0) out.set("ttft_ratio", *tt.p50 / *st);
       if (sp && tp.p50 && *sp > 0) out.set("tpot_ratio", *tp.p50 / *sp);
       if (so && to.p50 && *so > 0) out.set("total_ratio", *to.p50 / *so);
       // Decode is memory-bound: each token reads every (active) weight once, so on the same
       // endpoint and hardware class time per token grows with the parameters.
-      const auto target_b = api::parameters_from_name(models[0]), small_b = api::parameters_from_name(models[1]);
+      const auto target_b = api::parameters_from_name(m.target), small_b = api::parameters_from_name(m.small);
       const std::optional<double> size_ratio =
           target_b && small_b && *small_b > 0 ? std::optional<double>(*target_b / *small_b) : std::nullopt;
       if (size_ratio) out.set("size_ratio", *size_ratio);

@@ -8,6 +8,8 @@
 // median, 25 ms): robust to a noisy baseline, blind to penalties smaller than that. A cold start
 // is a state, so it counts from the shortest gap after which every longer one was cold too; a
 // lone slow request is a spike (a heavy tail), and a lone cold longest gap is measured again.
+// A model that answers 503 "loading" while it starts (Hugging Face, KServe, scale-to-zero gateways)
+// is waited out by the pacer; the wait counts in the request's TTFT.
 // Cannot tell: a cold model from a cold cache or autoscaler in front of it; idle caused by other
 // clients' traffic (a busy shared endpoint never goes cold).
 // Emits: coldstart.{baseline_ttft_p50_ms,first_request_ttft_ms,first_request_penalty_ms,
@@ -77,9 +79,12 @@ class ColdstartCheck final : public Check {
     req.prompt = api::synthetic_prompt(prompt_tokens_);
     req.max_tokens = 1;
     RequestLoop loop(ctx, out);
+    // A model that answered 503 "loading" first was answered after the run waited it out (the
+    // pacer): the time it waited is part of this request's time to its first token.
     auto one = [&](const nlohmann::json& label) -> std::optional<double> {
       auto s = loop.send(req, label);
-      return s ? server_ttft_ms(*s) : std::nullopt;
+      const auto t = s ? server_ttft_ms(*s) : std::nullopt;
+      return t ? std::optional<double>(*t + s->loading_wait_ms.value_or(0)) : std::nullopt;
     };
 
     ctx.progress("coldstart: the run's first model request");

@@ -55,6 +55,8 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.tls_verify_off", "flag", "1 when certificates were not verified (--insecure over https)"},
       {"run.rate_limited_count", "count", "answers with HTTP 429"},
       {"run.retry_wait_ms", "ms", "time spent waiting out Retry-After and backoff"},
+      {"run.model_loading_count", "count", "answers of 503 that said the model is loading (the run waited and sent the request again)"},
+      {"run.model_loading_wait_max_ms", "ms", "the longest a request waited, from its first try, for the model to load before it was answered"},
       {"run.cached_prompts_count", "count",
        "answers that reported prompt tokens served from the provider's cache (every prompt of a run is unique)"},
       // The run's requests as one time series (stats/series.h).
@@ -65,6 +67,10 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.slow_episodes_count", "count", "runs of slow requests in a row"},
       {"run.slow_period_s", "s", "median gap between the starts of slow episodes (three or more)"},
       {"run.slow_tpot_excess_ms_per_token", "ms", "median extra time per token of the slow requests over their model's usual time per token"},
+      // The run's own tail of time to first token (run/runner.cpp).
+      {"run.ttft_tail_samples_count", "count",
+       "requests of shapes sent three times or more, one stream at a time, held against their shape's median TTFT (the run's first request and those after idle gaps aside)"},
+      {"run.ttft_worst_ratio", "ratio", "the slowest of them over its shape's median TTFT: the worst tail this run saw"},
       // What gateways say of themselves in response headers.
       {"run.gateway_overhead_p50_ms", "ms", "median x-litellm-overhead-duration-ms: the time LiteLLM's proxy says it added"},
       {"run.gateway_cache_hits_count", "count", "answers Cloudflare AI Gateway served from its cache (cf-aig-cache-status: HIT)"},
@@ -85,6 +91,7 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.workload_prompt_tokens_count", "count", "the reference request's prompt tokens (--workload prompt=, default 1024)"},
       {"run.workload_output_tokens_count", "count", "its output tokens (--workload output=, default 128)"},
       {"run.workload_concurrency_count", "count", "its streams at once (--workload concurrency=, default the concurrency check's highest level)"},
+      {"run.workload_body_bytes", "bytes", "its request body's bytes, as the run sends a prompt of that length"},
       {"run.workload_network_ms", "ms", "one round trip of the path"},
       {"run.workload_overhead_ms", "ms", "the server's fixed cost before the first token: the prefill fit's intercept less the round trip"},
       {"run.workload_prefill_ms", "ms", "prefill of its prompt: the fitted cost per prompt token times its prompt tokens"},

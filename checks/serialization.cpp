@@ -7,8 +7,17 @@
 //  - compression: the same stream with the SDKs' Accept-Encoding (gzip, deflate) and without
 //    any; whether the answer came compressed, and when its first token and its clumps arrived.
 //    A compressing proxy that waits for its buffer to fill holds the first token back.
-// Cannot tell: upload bandwidth from server-side parsing (both are in the slope); which of
-// several hops compressed (the headers name the last).
+//  - the path's share of it: a body larger than the sender's congestion window needs more round
+//    trips while the window doubles (slow start, RFC 5681), from the initial ten segments on a
+//    new connection (RFC 6928: 14,600 bytes); each byte acknowledged in slow start widens the
+//    window by a byte, so on a kept-alive connection a body goes out on the window the bodies
+//    before it opened. The round trip is the smallest of three TCP connects to the API port. Each
+//    TTFT less the round trips slow start adds to its body, the fastest of each size (a repeat
+//    goes out on the window its first send opened), is fitted again: what remains is upload
+//    bandwidth and the server's parsing.
+// Cannot tell: upload bandwidth from server-side parsing (both are in the net slope); which of
+// several hops compressed (the headers name the last); a window already open on a busy
+// connection (then slow start costs less than netted, and the net slope errs low).
 // Emits: serialization.{upload_parse_ms_per_mb (or upload_parse_noise_ms_per_mb),upload_parse_overhead_ms,upload_parse_fit_r2_ratio,
 // stream_total_p50_ms,nonstream_total_p50_ms,stream_overhead_ms,stream_token_bytes,compressed_ratio,
 // compressed_ttft_p50_ms,identity_ttft_p50_ms,compression_held_ms,...}.
@@ -30,6 +39,12 @@ const CheckInfo kInfo{
      {"serialization.upload_parse_noise_ms_per_mb", "ms",
       "instead of the slope when it is within the points' scatter: the smallest cost per MB that would show"},
      {"serialization.upload_parse_overhead_ms", "ms", "fitted TTFT at an empty body"},
+     {"serialization.path_rtt_ms", "ms", "the round trip slow start multiplies: the smallest of three TCP connects to the API port"},
+     {"serialization.slow_start_ms_per_mb", "ms",
+      "what TCP slow start explains of the slope: the slope less the net slope"},
+     {"serialization.net_ms_per_mb", "ms",
+      "the slope of the fastest TTFT of each body size, each less the round trips slow start adds to it: upload bandwidth and the server's parsing (0 within the points' scatter)",
+      {.layer = "serialization (per MB of request, net of slow start)", .per = "per MB sent"}},
      {"serialization.upload_parse_fit_r2_ratio", "ratio", "how well a line explains TTFT against body size"},
      {"serialization.largest_body_bytes", "bytes", "largest request body answered"},
      {"serialization.body_limit_bytes", "bytes",
@@ -44,10 +59,10 @@ const CheckInfo kInfo{
      {"serialization.compressed_ttft_p50_ms", "ms", "streamed with the SDKs' Accept-Encoding: median time to first token"},
      {"serialization.identity_ttft_p50_ms", "ms", "the same stream without Accept-Encoding: median time to first token"},
      {"serialization.identity_tpot_p50_ms", "ms", "without Accept-Encoding: median time per output token"},
-     {"serialization.compressed_arrivals_per_token_ratio", "ratio",
-      "with the SDKs' Accept-Encoding: distinct moments content arrived, per output token"},
-     {"serialization.identity_arrivals_per_token_ratio", "ratio",
-      "without Accept-Encoding: distinct moments content arrived, per output token"},
+     {"serialization.compressed_arrivals_per_event_ratio", "ratio",
+      "with the SDKs' Accept-Encoding: distinct moments content arrived, per content event"},
+     {"serialization.identity_arrivals_per_event_ratio", "ratio",
+      "without Accept-Encoding: distinct moments content arrived, per content event"},
      {"serialization.compression_held_ms", "ms",
       "how much later the first token came with the SDKs' Accept-Encoding than without (medians)"},
      {"serialization.samples_count", "count", "padded requests that succeeded"},
@@ -61,7 +76,7 @@ const CheckInfo kInfo{
 // The streams of one Accept-Encoding: when their first token came, how they arrived, and how many
 // answers named a Content-Encoding.
 struct Encoded {
-  std::vector<double> ttft, tpot, arrivals_per_token;
+  std::vector<double> ttft, tpot, arrivals_per_event;
   int count = 0, encoded = 0;
 
   void add(const api::RequestSample& s) {
@@ -69,13 +84,51 @@ struct Encoded {
     if (auto it = s.headers.find("content-encoding"); it != s.headers.end() && it->second != "identity") ++encoded;
     if (auto t = server_ttft_ms(s)) ttft.push_back(*t);
     if (s.tpot_ms) tpot.push_back(*s.tpot_ms);
-    if (auto a = api::arrivals_per_token(s)) arrivals_per_token.push_back(*a);
+    if (auto a = api::arrivals_per_event(s)) arrivals_per_event.push_back(*a);
   }
   void emit(CheckResult& out, const std::string& prefix) const {
     if (auto v = stats::median(ttft)) out.set(prefix + "_ttft_p50_ms", *v);
-    if (auto v = stats::median(arrivals_per_token)) out.set(prefix + "_arrivals_per_token_ratio", *v);
+    if (auto v = stats::median(arrivals_per_event)) out.set(prefix + "_arrivals_per_event_ratio", *v);
   }
 };
+
+// RFC 6928's initial window: ten segments of a 1,460-byte MSS.
+constexpr double kInitialWindowBytes = 14600;
+
+// The sender's congestion window on the check's connection, followed request by request as slow
+// start grows it (RFC 5681, section 3.1): a new connection starts from the initial window, and
+// every byte acknowledged widens it by a byte. No loss is assumed, so it errs wide: what it nets
+// out is a lower bound of what slow start cost.
+class SlowStart {
+ public:
+  // Round trips beyond the first that `bytes` need on the window as it stands, the window doubling
+  // each round trip; the window then grows by the bytes sent.
+  int send(double bytes, bool new_connection) {
+    if (new_connection) window_ = kInitialWindowBytes;
+    int extra = 0;
+    for (double round = window_, delivered = window_; delivered < bytes && extra < 64; ++extra) {
+      round *= 2;
+      delivered += round;
+    }
+    window_ += bytes;
+    return extra;
+  }
+
+ private:
+  double window_ = kInitialWindowBytes;
+};
+
+// The path's round trip: the smallest of three TCP connects to the API's first address (the
+// smallest is the path's own, without queueing). Nothing without an address or an answer.
+std::optional<double> path_rtt_ms(CheckContext& ctx) {
+  if (ctx.addresses().empty() || ctx.target().port <= 0) return std::nullopt;
+  std::optional<double> best;
+  for (int i = 0; i < 3 && ctx.before_deadline(); ++i) {
+    const auto p = ctx.probes().tcp_connect(ctx.addresses().front(), ctx.target().port, std::chrono::milliseconds(3000));
+    if (p.rtt) best = std::min(best.value_or(1e18), core::to_ms(*p.rtt));
+  }
+  return best;
+}
 
 class SerializationCheck final : public Check {
  public:
@@ -86,7 +139,7 @@ class SerializationCheck final : public Check {
         prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
   const CheckInfo& info() const override { return kInfo; }
   std::vector<Step> plan() const override {
-    std::vector<Step> steps;
+    std::vector<Step> steps = {{"3 TCP connects to the API port: the round trip slow start multiplies", 0}};
     for (double kb : sizes_kb_) {
       steps.push_back({"request body padded to " + std::to_string(static_cast<long long>(kb)) + " KB", repeats_,
                        "target", prompt_tokens_, 1});
@@ -109,7 +162,11 @@ class SerializationCheck final : public Check {
     base.prompt = api::synthetic_prompt(prompt_tokens_);
     base.max_tokens = 1;
     const std::size_t plain_bytes = api::build_chat_body(base).size();
+    ctx.progress("serialization: the path's round trip");
+    const auto rtt = path_rtt_ms(ctx);
     std::vector<double> x, y, at_largest;
+    SlowStart window;
+    std::map<double, double> net_fastest;  // body megabytes -> the fastest TTFT less slow start
     double largest = 0;
     bool refused = false;  // the endpoint said a body this large is too large: larger ones are not sent
     for (const double kb : sizes_kb_) {
@@ -128,9 +185,14 @@ class SerializationCheck final : public Check {
           refused = true;
           break;
         }
+        const int extra_round_trips = window.send(static_cast<double>(s->bytes_sent), !s->connection_reused);
         if (auto t = server_ttft_ms(*s)) {
-          x.push_back(body_bytes / (1024.0 * 1024.0));
+          const double mb = body_bytes / (1024.0 * 1024.0);
+          x.push_back(mb);
           y.push_back(*t);
+          const double net = *t - rtt.value_or(0) * extra_round_trips;
+          auto [it, first] = net_fastest.emplace(mb, net);
+          if (!first) it->second = std::min(it->second, net);
           here.push_back(*t);
         }
       }
@@ -151,6 +213,21 @@ class SerializationCheck final : public Check {
       else out.set("upload_parse_noise_ms_per_mb", f->slope_noise);
       out.set("upload_parse_overhead_ms", f->intercept);
       out.set("upload_parse_fit_r2_ratio", f->r2);
+    }
+    // The same fit net of slow start, on the fastest of each size: without a round trip only the
+    // repeats' window is netted (said in the details).
+    if (rtt) out.set("path_rtt_ms", *rtt);
+    else out.details["slow_start"] = "no round trip measured (no address to connect to): only the fastest of each size is fitted";
+    std::vector<double> nx, ny;
+    for (const auto& [mb, t] : net_fastest) {
+      nx.push_back(mb);
+      ny.push_back(t);
+    }
+    const auto raw = stats::theil_sen(x, y);
+    if (auto f = stats::theil_sen(nx, ny)) {
+      const double net = f->slope > f->slope_noise ? f->slope : 0.0;
+      out.set("net_ms_per_mb", net);
+      if (raw) out.set("slow_start_ms_per_mb", std::max(0.0, raw->slope - net));
     }
 
     // The same output streamed and not, and streamed without Accept-Encoding, alternating.

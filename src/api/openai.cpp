@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 
 #include "core/strings.h"
 
@@ -96,6 +97,25 @@ std::string refused_parameter(const ApiError& e) {
   if (said.find("max_tokens") != std::string::npos) return "max_tokens";
   if (said.find("temperature") != std::string::npos) return "temperature";
   return {};
+}
+
+std::string adaptation_for(const std::string& parameter) {
+  return parameter == "max_tokens" ? "renamed to max_completion_tokens" : "left out: the model takes only its default";
+}
+
+void adapt_request(ChatRequest& r, const std::string& parameter) {
+  if (parameter == "max_tokens") r.max_completion_tokens = true;
+  if (parameter == "temperature") r.temperature.reset();
+}
+
+std::optional<double> loading_estimate_s(std::string_view body) {
+  const json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find("estimated_time");
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0 || v > 86400) return std::nullopt;
+  return v;
 }
 
 std::string build_chat_body(const ChatRequest& r, Flavour f) {

@@ -65,6 +65,15 @@ struct ApiError {
 // "max_tokens" (reasoning models want max_completion_tokens) or "temperature" (they take only the
 // default); empty for any other error.
 std::string refused_parameter(const ApiError& e);
+// What every command that sends requests does about such a refusal: the change in words
+// ("renamed to max_completion_tokens", "left out: the model takes only its default"), and the
+// request changed so. `run` (its pacer) and `probe` both adapt through these.
+std::string adaptation_for(const std::string& parameter);
+void adapt_request(ChatRequest& r, const std::string& parameter);
+
+// A "model is loading" answer's estimate of the seconds left: Hugging Face's top-level
+// `estimated_time`; nothing when the body gives none (or a number out of reason).
+std::optional<double> loading_estimate_s(std::string_view body);
 
 // OpenAI-style `{"error": {"message", "type", "code"}}`; also accepts a bare `{"error": "text"}`
 // and `{"message": ...}` as some servers send. Nothing when the body is not such an object.

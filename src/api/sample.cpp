@@ -71,6 +71,10 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
       s.limit = "context_length";
     else if (r.http_status == 400 && api_error)
       s.refused_parameter = refused_parameter(*api_error);
+    else if (r.http_status == 503 && said.find("loading") != std::string::npos) {
+      s.model_loading = true;
+      s.loading_estimate_s = loading_estimate_s(r.body);
+    }
   }
 
   if (stream == nullptr) {
@@ -148,8 +152,38 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
 }
 
 bool arrived_as_generated(const RequestSample& s) {
-  const auto ratio = arrivals_per_token(s);
-  return ratio && *ratio >= kClumpedBelowArrivalsPerToken;
+  const auto ratio = arrivals_per_event(s);
+  return ratio && *ratio >= kClumpedBelowArrivalsPerEvent;
+}
+
+std::optional<double> arrivals_per_event(const RequestSample& s) {
+  if (s.content_events == 0) return std::nullopt;
+  return static_cast<double>(s.content_arrivals) / static_cast<double>(s.content_events);
+}
+
+std::optional<Clumps> clumps(const RequestSample& s) {
+  const auto tokens = arrived_tokens(s);
+  if (arrived_as_generated(s) || s.content_arrivals < 1 || !tokens || *tokens < 2 || !s.ttft_ms || !s.total_ms)
+    return std::nullopt;
+  if (s.content_arrivals == 1) {
+    // Held whole: it left when it ended, so from the first response byte (the headers, which
+    // engines send when they take the request) the model was generating; from the request's start
+    // when the headers were held with it. An upper bound, with the prompt's prefill in it.
+    const double from = s.ttfb_ms && *s.ttfb_ms < *s.ttft_ms ? *s.ttfb_ms : 0.0;
+    Clumps c;
+    c.generation_ms_per_token = (*s.ttft_ms - from) / *tokens;
+    c.first_token_wait_ms = (*tokens - 1) * c.generation_ms_per_token;
+    return c;
+  }
+  std::size_t first_events = 1;  // the events that arrived with the first, in the same read
+  while (first_events - 1 < s.itl_ms.size() && s.itl_ms[first_events - 1] == 0) ++first_events;
+  const double tokens_per_event = *tokens / static_cast<double>(s.content_events);
+  const double first_tokens = static_cast<double>(first_events) * tokens_per_event;
+  if (*tokens - first_tokens < 1) return std::nullopt;
+  Clumps c;
+  c.generation_ms_per_token = (*s.total_ms - *s.ttft_ms) / (*tokens - first_tokens);
+  c.first_token_wait_ms = std::max(0.0, first_tokens - 1) * c.generation_ms_per_token;
+  return c;
 }
 
 std::optional<double> arrivals_per_token(const RequestSample& s) {
@@ -177,6 +211,11 @@ void visit_fields(Sample& s, F&& f) {
   f("failed_phase", s.failed_phase);
   f("limit", s.limit);
   f("refused_parameter", s.refused_parameter);
+  f("model_loading", s.model_loading);
+  f("loading_estimate_s", s.loading_estimate_s);
+  f("loading_wait_ms", s.loading_wait_ms);
+  f("loading_answers_count", s.loading_answers);
+  f("loading_said", s.loading_said);
   f("http_status", s.http_status);
   f("http_version", s.http_version);
   f("request_id", s.request_id);

@@ -37,6 +37,16 @@ struct RequestSample {
   // A 400 refusing a parameter the run can rename or do without (api::refused_parameter):
   // "max_tokens" or "temperature". The pacer adapts and sends the request again.
   std::string refused_parameter;
+  // A 503 whose body says the model is loading (Hugging Face's endpoints, KServe, scale-to-zero
+  // gateways): the model is starting, not failing. The pacer waits it out and sends the request
+  // again; the body's estimated_time (seconds), when it gives one, is kept.
+  bool model_loading = false;
+  std::optional<double> loading_estimate_s;
+  // On the answer that came after such waits: the time from the first try's start to this try's
+  // start, and how many "loading" answers came before it. The cold start the request paid.
+  std::optional<double> loading_wait_ms;
+  int loading_answers = 0;
+  std::string loading_said;  // the first of those answers' message
   long http_status = 0;
   std::string http_version;
   std::string request_id;
@@ -74,11 +84,27 @@ inline constexpr const char* kCheckDeadline = "check_deadline";
 // by the check's deadline.
 inline bool is_failure(const RequestSample& s) { return !s.ok && s.limit.empty() && s.error != kCheckDeadline; }
 
-// Whether the tokens of a stream arrived as they were generated: at least 0.3 separate arrivals
-// per output token. Below that, something between held the stream and released it in clumps (the
-// buffering rules' bar), and its time per token times the clumps, not the decode.
-inline constexpr double kClumpedBelowArrivalsPerToken = 0.3;
+// Whether the events of a stream arrived as they were sent: at least 0.3 separate arrivals per
+// content event. Below that, something between held the stream and released several events in
+// one clump (the buffering rules' bar), and its time per token times the clumps, not the decode.
+// Per event, not per token: an engine that puts several tokens in one event (vLLM's
+// --stream-interval, speculative decoding, Anthropic's deltas) sends each event as it is made.
+inline constexpr double kClumpedBelowArrivalsPerEvent = 0.3;
 bool arrived_as_generated(const RequestSample& s);
+// Distinct moments content arrived, per content event: 1 for a stream passed on as sent.
+std::optional<double> arrivals_per_event(const RequestSample& s);
+// A clumped stream's own account of its clumps (nothing for a stream that arrived as generated
+// or in a single clump). The last clump leaves when the stream ends, so from the first arrival to
+// the last the clumps carry the tokens generated after the first clump: that span over those
+// tokens is the generation time per token, and the first clump's other tokens were generated
+// that long apart before it left with them: the first token's wait. A stream held whole left
+// when it ended: from its first response byte (its start, when the headers were held too) to
+// then, the model was generating; an upper bound, with the prefill in it.
+struct Clumps {
+  double generation_ms_per_token = 0;
+  double first_token_wait_ms = 0;
+};
+std::optional<Clumps> clumps(const RequestSample& s);
 // The output tokens that arrived: usage's count less the hidden reasoning tokens; without usage,
 // the content events. Time per token and arrivals per token are over these.
 std::optional<double> arrived_tokens(const RequestSample& s);

@@ -1,5 +1,6 @@
 // infdoctor probe: one streamed chat request, shown as a phase breakdown in the manner of
 // httpstat, or as one JSON object (DESIGN.md, "Machine-readable output").
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -40,7 +41,18 @@ int run_probe(const ProbeOptions& o) {
   if (const std::string proxy = api::proxy_in_use(*ep); !proxy.empty() && !o.quiet)
     std::cerr << "infdoctor: note: the request goes through the proxy " << proxy << ", and its timings include it\n";
   http::Client client;
-  const api::RequestSample s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
+  api::RequestSample s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
+  // A reasoning model refuses max_tokens or temperature with a 400: changed as `run` changes it,
+  // once per parameter, and sent again.
+  for (std::vector<std::string> adapted; !s.ok && !s.refused_parameter.empty() &&
+                                         std::find(adapted.begin(), adapted.end(), s.refused_parameter) == adapted.end();) {
+    adapted.push_back(s.refused_parameter);
+    api::adapt_request(chat, s.refused_parameter);
+    if (!o.quiet)
+      std::cerr << "infdoctor: note: the endpoint refused " << s.refused_parameter << ": "
+                << api::adaptation_for(s.refused_parameter) << " (it said: " << core::scrub(s.error_message) << ")\n";
+    s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
+  }
   const std::string url = core::redact_url(ep->url(ep->chat_path()));
   if (o.verbose) {  // as curl -v shows them: what went out, what came back
     std::cerr << "> POST " << url << '\n';

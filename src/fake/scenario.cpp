@@ -121,6 +121,7 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
     c.get("idle_s", m.cold_idle_s, 0, 86400);
     c.get("penalty_ms", m.cold_penalty_ms, 0, kMaxMs);
     c.get_bool("at_start", m.cold_at_start);
+    c.get("loading_s", m.cold_loading_s, 0, 3600);
     c.no_unknown_keys();
   }
   r.get("slots", m.slots, 0, 1e5);

@@ -49,6 +49,11 @@ struct ModelSpec {
   double cold_idle_s = 0;            // idle time after which the next request is cold (0 = never)
   double cold_penalty_ms = 0;
   bool cold_at_start = false;        // the first request of the server's life is cold
+  // Scale-to-zero behind a gateway that answers while the model loads (Hugging Face's endpoints,
+  // KServe): a cold request starts a load of this many seconds, and until it ends every request
+  // is refused with 503 {"error": "Model M is currently loading", "estimated_time": seconds left}.
+  // Once loaded, the model serves warm. 0 = a cold request waits out cold_penalty_ms instead.
+  double cold_loading_s = 0;
   int slots = 0;                     // requests served at once; the rest wait FIFO (0 = no limit)
   double parse_ms_per_kb = 0;        // cost of reading the request body
   int tokens_per_event = 1;          // tokens carried by one SSE event

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <condition_variable>
@@ -168,7 +169,31 @@ struct ModelState {
   Clock::time_point slow_origin;  // the start of a slow_every_s period
   double bucket_tokens = 0;       // requests left in the token bucket, as of bucket_at
   Clock::time_point bucket_at;
+  std::optional<Clock::time_point> loaded_at;  // a load under way (cold_loading_s) ends then
 };
+
+// Scale-to-zero with a loading answer: the seconds left of the model's load when a request that
+// arrives `now` must be refused while it loads, or nothing when the model serves it.
+std::optional<double> loading_left_s(ModelState& st, Clock::time_point now) {
+  const ModelSpec& spec = st.spec;
+  if (spec.cold_loading_s <= 0) return std::nullopt;
+  std::lock_guard lock(st.mu);
+  if (!st.loaded_at) {
+    const bool cold = !st.ever_served ? spec.cold_at_start
+                                      : st.in_flight == 0 && spec.cold_idle_s > 0 &&
+                                            now - st.last_done >= std::chrono::duration_cast<Clock::duration>(
+                                                                       std::chrono::duration<double>(spec.cold_idle_s));
+    if (!cold) return std::nullopt;
+    st.loaded_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.cold_loading_s));
+  }
+  if (now >= *st.loaded_at) {  // loaded: served warm from here on
+    st.loaded_at.reset();
+    st.ever_served = true;
+    st.last_done = now;
+    return std::nullopt;
+  }
+  return std::chrono::duration<double>(*st.loaded_at - now).count();
+}
 
 // How many times slower than planted a request that arrives at `at` runs: inside a periodic slow
 // window, slow_factor; drawn into the tail (`tail_draw` uniform in [0, 1)), tail_factor; both, both.
@@ -608,6 +633,14 @@ struct Server::Impl {
       headers.emplace_back("retry-after", std::to_string(static_cast<long long>(std::ceil(*wait_s))));
       headers.emplace_back("retry-after-ms", std::to_string(static_cast<long long>(std::ceil(*wait_s * 1000))));
       return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
+    }
+    if (const auto left_s = loading_left_s(st, arrived)) {
+      record(served_entry(model, arrived, 503, rid, req.body().size()), req, body);
+      char estimate[32];
+      std::snprintf(estimate, sizeof estimate, "%.1f", *left_s);
+      return write_simple(stream, 503,
+                          "{\"error\":" + json("Model " + model + " is currently loading").dump() + ",\"estimated_time\":" + estimate + "}",
+                          keep, headers);
     }
     const FaultRule* mid_fault = nullptr;
     for (const auto& f : spec.faults) {

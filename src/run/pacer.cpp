@@ -71,6 +71,23 @@ std::string failure_line(const api::Endpoint& ep, const api::RequestSample& s) {
   return line.empty() ? s.failed_phase + ": " + s.error_message : line;
 }
 
+namespace {
+
+// The wait a refusal asks for: retry-after-ms (OpenAI's and Azure's, in milliseconds) first, as
+// their SDKs read it, then Retry-After (RFC 9110, section 10.2.3).
+std::optional<std::chrono::milliseconds> asked_wait(const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
+  if (auto it = s.headers.find("retry-after-ms"); it != s.headers.end()) {
+    char* end = nullptr;
+    const double ms = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str() && *end == '\0' && ms >= 0 && ms <= 86400000)
+      return std::chrono::milliseconds(static_cast<long long>(std::ceil(ms)));
+  }
+  if (auto it = s.headers.find("retry-after"); it != s.headers.end()) return http::parse_retry_after(it->second, now_wall);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n) {
   char word[40];
   std::snprintf(word, sizeof word, "n%08llx%06llx", static_cast<unsigned long long>(seed & 0xffffffffu),
@@ -126,6 +143,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     r.prompt = with_nonce(r.prompt, nonce_seed_, ++nonces_);
     shape(r);
   }
+  const auto first_sent = clock_.now();
   std::vector<api::RequestSample> out = api::run_chats(http_, bounded, unique);
   // A 400 refusing a parameter the run can rename or leave out (a reasoning model's max_tokens or
   // temperature): adapt, keep the refusal in the record, and send those requests again, changed.
@@ -151,6 +169,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     auto second = api::run_chats(http_, bounded, retry);
     for (std::size_t k = 0; k < again.size() && k < second.size(); ++k) out[again[k]] = std::move(second[k]);
   }
+  wait_out_loading(bounded, unique, out, first_sent, deadline);
   const auto now_wall = std::chrono::system_clock::now();
   // A timeout the check's deadline set, shorter than the endpoint's own: the run's limit.
   if (bounded.timeout < ep.timeout)
@@ -165,6 +184,59 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   return out;
 }
 
+void Pacer::wait_out_loading(api::Endpoint& bounded, const std::vector<api::ChatRequest>& sent,
+                             std::vector<api::RequestSample>& out, core::SteadyTime first_sent, core::SteadyTime deadline) {
+  std::vector<int> answers(out.size(), 0);
+  std::vector<std::string> said_first(out.size());
+  std::chrono::milliseconds backoff{500};
+  for (int round = 0; round < kLoadingRounds; ++round) {
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i].model_loading) again.push_back(i);
+    if (again.empty()) return;
+    // As the provider asks (Retry-After, else the body's estimated_time), else a backoff that
+    // doubles from a second up to eight; never under a quarter second, so a "0" does not spin.
+    const api::RequestSample& said = out[again.front()];
+    std::optional<std::chrono::milliseconds> wait = asked_wait(said, std::chrono::system_clock::now());
+    if (!wait && said.loading_estimate_s)
+      wait = std::chrono::milliseconds(static_cast<long long>(std::ceil(*said.loading_estimate_s * 1000)));
+    if (!wait) {
+      backoff = std::min(std::chrono::milliseconds(8000), backoff * 2);
+      wait = backoff;
+    }
+    wait = std::max(*wait, std::chrono::milliseconds(250));
+    const auto resend_at = clock_.now() + *wait;
+    if (resend_at >= deadline || static_cast<int>(again.size()) > max_requests_ - spent_) return;
+    std::vector<api::ChatRequest> retry;
+    for (const auto i : again) {
+      ++answers[i];
+      ++loading_answers_;
+      if (said_first[i].empty()) said_first[i] = out[i].error_message;
+      if (sample_sink_) sample_sink_(out[i], current_check_);
+      retry.push_back(sent[i]);
+    }
+    if (progress_) progress_("the model is loading: sending again in " + std::to_string(wait->count()) + " ms, as the provider asks");
+    if (waiting_) waiting_(resend_at);
+    if (!clock_.sleep_until(resend_at)) return;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
+    if (left <= std::chrono::milliseconds(0)) return;
+    bounded.timeout = std::min(bounded.timeout, left);
+    bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
+    spent_ += static_cast<int>(retry.size());
+    const auto resent = clock_.now();
+    auto second = api::run_chats(http_, bounded, retry);
+    const double waited_ms = core::to_ms(core::elapsed_us(first_sent, resent));
+    for (std::size_t k = 0; k < again.size() && k < second.size(); ++k) {
+      api::RequestSample& s = out[again[k]];
+      s = std::move(second[k]);
+      s.loading_wait_ms = waited_ms;
+      s.loading_answers = answers[again[k]];
+      s.loading_said = said_first[again[k]];
+      if (s.ok) loading_wait_max_ms_ = std::max(loading_wait_max_ms_, waited_ms);
+    }
+  }
+}
+
 bool Pacer::adapted_to(const std::string& parameter) const {
   return !parameter.empty() && std::any_of(adaptations_.begin(), adaptations_.end(),
                                            [&](const Adaptation& a) { return a.parameter == parameter; });
@@ -172,21 +244,20 @@ bool Pacer::adapted_to(const std::string& parameter) const {
 
 bool Pacer::adapt(const api::RequestSample& s) {
   if (s.ok || s.refused_parameter.empty() || adapted_to(s.refused_parameter)) return false;
-  const std::string change = s.refused_parameter == "max_tokens" ? "renamed to max_completion_tokens"
-                                                                 : "left out: the model takes only its default";
+  const std::string change = api::adaptation_for(s.refused_parameter);
   adaptations_.push_back({s.refused_parameter, change, s.error_message});
   if (progress_) progress_("the endpoint refused " + s.refused_parameter + ": " + change + " from here on");
   return true;
 }
 
 void Pacer::shape(api::ChatRequest& r) const {
-  if (adapted_to("max_tokens")) r.max_completion_tokens = true;
-  if (adapted_to("temperature")) r.temperature.reset();
+  for (const auto& a : adaptations_) api::adapt_request(r, a.parameter);
 }
 
 void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
   if (sample_sink_) sample_sink_(s, current_check_);
   if (s.cached_tokens && *s.cached_tokens > 0) ++cached_prompts_;
+  if (s.model_loading) ++loading_answers_;  // still loading when the deadline or the budget ended the waiting
   if (ok_ == 0 && unreachable_.empty()) {
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it
@@ -204,16 +275,7 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
   if (s.http_status == 429) ++rate_limited_;
   // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
   // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.
-  // retry-after-ms (OpenAI's and Azure's, in milliseconds) first, as their SDKs read it.
-  std::optional<std::chrono::milliseconds> wait;
-  if (auto it = s.headers.find("retry-after-ms"); it != s.headers.end()) {
-    char* end = nullptr;
-    const double ms = std::strtod(it->second.c_str(), &end);
-    if (end != it->second.c_str() && *end == '\0' && ms >= 0 && ms <= 86400000)
-      wait = std::chrono::milliseconds(static_cast<long long>(std::ceil(ms)));
-  }
-  if (!wait)
-    if (auto it = s.headers.find("retry-after"); it != s.headers.end()) wait = http::parse_retry_after(it->second, now_wall);
+  std::optional<std::chrono::milliseconds> wait = asked_wait(s, now_wall);
   if (!wait) {
     backoff_ = std::min(std::chrono::milliseconds(8000),
                         backoff_.count() == 0 ? std::chrono::milliseconds(500) : backoff_ * 2);

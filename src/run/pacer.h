@@ -68,6 +68,10 @@ class Pacer final : public checks::ModelPort {
   // (HTTP 5xx) among them.
   const std::map<std::string, int>& failures_by_token() const { return failures_; }
   int server_error_count() const { return server_errors_; }
+  // 503s that said the model is loading, and the longest any request waited for it to load before
+  // its answer came.
+  int loading_answers() const { return loading_answers_; }
+  double loading_wait_max_ms() const { return loading_wait_max_ms_; }
   // What the run changed in its requests after a 400 refused a parameter (api::refused_parameter),
   // once per parameter; every request after it goes out changed.
   const std::vector<Adaptation>& adaptations() const { return adaptations_; }
@@ -76,6 +80,11 @@ class Pacer final : public checks::ModelPort {
   // Adapts to the refusal in `s` if it names a parameter not yet adapted to; true if it did.
   bool adapt(const api::RequestSample& s);
   void shape(api::ChatRequest& r) const;
+  // Sends again, after the wait the provider asks for, the requests whose answer said the model is
+  // loading, until it answers, the budget or the deadline ends, or kLoadingRounds.
+  void wait_out_loading(api::Endpoint& bounded, const std::vector<api::ChatRequest>& sent,
+                        std::vector<api::RequestSample>& out, core::SteadyTime first_sent, core::SteadyTime deadline);
+  static constexpr int kLoadingRounds = 60;
   bool adapted_to(const std::string& parameter) const;
   void after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall);
 
@@ -95,6 +104,8 @@ class Pacer final : public checks::ModelPort {
   int server_errors_ = 0;
   int cached_prompts_ = 0;
   std::vector<Adaptation> adaptations_;
+  int loading_answers_ = 0;
+  double loading_wait_max_ms_ = 0;
   std::uint64_t nonce_seed_ = std::random_device{}();
   std::uint64_t nonces_ = 0;
   int ok_ = 0;

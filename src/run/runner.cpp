@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include "checks/registry.h"
 #include "core/exit_code.h"
@@ -85,6 +86,37 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks,
   return stats::read_series(std::move(points));
 }
 
+// The run's own tail of time to first token: every request of a shape sent three times or more
+// (the same check, model, prompt tokens and body size, one stream at a time) against the median of
+// its shape. The run's first model request and the requests sent after a deliberate idle gap are
+// left out: they are what the tail is held against (coldstart.first_request_beyond_tail).
+std::map<std::string, double> ttft_tail_metrics(const std::vector<checks::CheckResult>& checks) {
+  std::map<std::string, std::vector<double>> shapes;
+  bool first = true;
+  for (const auto& c : checks)
+    for (const auto& [s, label] : c.requests) {
+      const bool run_first = std::exchange(first, false);
+      if (run_first || !s.ok) continue;
+      if (label.is_object() && (label.value("streams", 1) > 1 || label.contains("gap_s") || label.value("phase", "") == "first"))
+        continue;
+      const auto t = checks::server_ttft_ms(s);
+      if (!t || !s.prompt_tokens) continue;
+      shapes[c.id + "|" + s.model + "|" + std::to_string(*s.prompt_tokens) + "|" + std::to_string(s.bytes_sent / 256)]
+          .push_back(*t);
+    }
+  std::vector<double> ratios;
+  for (const auto& [_, ttfts] : shapes) {
+    if (ttfts.size() < 3) continue;
+    const double med = *stats::median(ttfts);
+    if (med <= 0) continue;
+    for (const double t : ttfts) ratios.push_back(t / med);
+  }
+  std::map<std::string, double> m;
+  m["run.ttft_tail_samples_count"] = static_cast<double>(ratios.size());
+  if (!ratios.empty()) m["run.ttft_worst_ratio"] = *std::max_element(ratios.begin(), ratios.end());
+  return m;
+}
+
 // What gateways say of themselves in their response headers, over the run's model requests.
 std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckResult>& checks) {
   std::vector<double> overhead, utilization, remaining;
@@ -145,6 +177,8 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   // so what it served from cache was the shared chat template or an earlier identical prompt.
   out.run_metrics["run.cached_prompts_count"] = pacer.cached_prompt_count();
   out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
+  out.run_metrics["run.model_loading_count"] = pacer.loading_answers();
+  if (pacer.loading_wait_max_ms() > 0) out.run_metrics["run.model_loading_wait_max_ms"] = pacer.loading_wait_max_ms();
   const auto series = read_series(out.checks, ctx.models().target);
   out.run_metrics["run.series_samples_count"] = static_cast<double>(series.samples);
   if (series.samples > 0) out.run_metrics["run.series_span_s"] = series.span_s;
@@ -158,6 +192,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
   for (const auto& [k, v] : gateway_metrics(out.checks)) out.run_metrics[k] = v;
+  for (const auto& [k, v] : ttft_tail_metrics(out.checks)) out.run_metrics[k] = v;
   if (const EngineScraper* e = side.engine) {
     for (const auto& [k, v] : engine_metrics(e->snapshots())) out.run_metrics[k] = v;
     out.engine = {{"url", e->url()},
@@ -421,7 +456,7 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
 
 void rank(std::vector<rules::Finding>& findings) { rules::sort_findings(findings); }
 
-void name_intermediaries(RunResult& r) {
+void name_places(RunResult& r) {
   constexpr std::size_t kPerHeader = 2;
   std::string where;
   for (const char* name : {"server", "via", "content-encoding"}) {
@@ -434,8 +469,17 @@ void name_intermediaries(RunResult& r) {
     if (seen.empty()) continue;
     where += (where.empty() ? "" : "; ") + std::string(name) + " " + core::join(seen, ", ");
   }
-  for (auto& f : r.diagnosis)
+  // A model that answered 503 "loading" before it served: its own words name the cold start.
+  std::string loading;
+  for (const auto& c : r.checks)
+    for (const auto& ls : c.requests)
+      if (loading.empty() && !ls.sample.loading_said.empty())
+        loading = "it answered " + std::to_string(ls.sample.loading_answers) + " time" + (ls.sample.loading_answers == 1 ? "" : "s") +
+                  " first: " + ls.sample.loading_said;
+  for (auto& f : r.diagnosis) {
     if (f.scope == "intermediary") f.where = where;
+    if (f.cause == "cold_start") f.where = loading;
+  }
 }
 
 int exit_code(const RunResult& r) {

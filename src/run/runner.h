@@ -94,8 +94,9 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
                                        std::vector<std::string>& unmeasured);
 void rank(std::vector<rules::Finding>& findings);
 // Names the place of the findings at an intermediary by what the run's answers said of it: their
-// Server, Via and Content-Encoding headers, each distinct value up to two of a header.
-void name_intermediaries(RunResult& r);
+// Server, Via and Content-Encoding headers, each distinct value up to two of a header; and a cold
+// start by the words of the 503s that said the model was loading, when it sent any.
+void name_places(RunResult& r);
 
 // core/exit_code.h: 0 healthy, 1 degraded (a warning), 2 critical, 3 could not run (nothing
 // measured, the model unreachable, or interrupted).

@@ -152,7 +152,7 @@ void Session::diagnose(RunResult& r) {
   r.diagnosis = rules::diagnose(rules_, metrics_);
   std::vector<std::string> unmeasured;
   for (auto& f : check_slos(slos_, metrics_, unmeasured)) r.diagnosis.push_back(std::move(f));
-  name_intermediaries(r);
+  name_places(r);
   rank(r.diagnosis);
   for (const auto& m : unmeasured) say("warning", "--slo names " + m + ", which was not measured");
 }
@@ -264,7 +264,7 @@ void rediagnose(RunResult& r, const rules::RuleSet& rules) {
     if (f.rule.rfind("slo.", 0) == 0) kept.push_back(f);
   r.diagnosis = rules::diagnose(rules, flatten_metrics(r));
   r.diagnosis.insert(r.diagnosis.end(), kept.begin(), kept.end());
-  name_intermediaries(r);
+  name_places(r);
   rank(r.diagnosis);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "api/openai.h"
 #include "core/strings.h"
 
 namespace infdoctor::run {
@@ -76,6 +77,11 @@ std::map<std::string, double> price_workload(const Workload& w, const std::vecto
   int streams = w.concurrency;
   if (streams == 0) streams = static_cast<int>(metric(checks, "concurrency", "max_level_count").value_or(1));
   out["run.workload_concurrency_count"] = streams;
+  // Its request body as the run would send it: the per-megabyte costs are priced on these bytes.
+  api::ChatRequest body;
+  body.prompt = api::synthetic_prompt(w.prompt_tokens);
+  body.max_tokens = w.output_tokens;
+  out["run.workload_body_bytes"] = static_cast<double>(api::build_chat_body(body).size());
 
   const auto rtt = metric(checks, "path", "tcp_rtt_p50_ms");
   if (rtt) out["run.workload_network_ms"] = *rtt;

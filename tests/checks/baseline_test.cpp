@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <random>
+
 #include "support/checks_support.h"
 #include "support/fake_process.h"
 
@@ -21,6 +23,35 @@ TEST_CASE("baseline: small model 10 ms per token, target 60 ms: the ratio comes 
   CHECK(test::metric(c, "ttft_p50_ci_low_ms") <= test::metric(c, "ttft_p50_ms"));
   CHECK(test::metric(c, "ttft_p50_ci_high_ms") >= test::metric(c, "ttft_p50_ms"));
   CHECK(c.requests.size() == 6);
+}
+
+TEST_CASE("baseline: sizes in the names give target over small, a 70B beside an 8B is 8.75, and a healthy pair is explained") {
+  // Healthy serving: time per token in proportion to the active parameters' bytes read (a 70B at
+  // 8.75 times an 8B's), as on one fleet. Drawn at random so that no single planted value passes.
+  const struct {
+    const char* target;
+    const char* small;
+    double size_ratio;
+  } pairs[] = {{"Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", 70.0 / 8},
+               {"Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct", 72.0 / 7},
+               {"Llama-3.1-405B-Instruct", "Llama-3.1-8B-Instruct", 405.0 / 8},
+               {"Qwen3-30B-A3B", "Qwen2.5-1.5B-Instruct", 3.0 / 1.5}};
+  std::mt19937 rng(std::random_device{}());
+  for (const auto& p : pairs) {
+    CAPTURE(p.target);
+    const double small_tpot = std::uniform_real_distribution<double>(2.0, 5.0)(rng);
+    const double target_tpot = small_tpot * p.size_ratio;
+    auto server = test::start_fake(std::string(R"({"models": {")") + p.small + R"(": {"overhead_ms": 20, "decode_ms_per_token": )" +
+                                   std::to_string(small_tpot) + R"(}, ")" + p.target +
+                                   R"(": {"overhead_ms": 30, "decode_ms_per_token": )" + std::to_string(target_tpot) + "}}}");
+    const auto c = test::run_check("baseline", {server->base_url(), {{"baseline.samples", "2"}, {"baseline.max_tokens", "12"}},
+                                                "", {p.target, p.small}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(test::metric(c, "size_ratio") == doctest::Approx(p.size_ratio).epsilon(0.001));
+    CHECK(test::metric(c, "expected_tpot_ratio") == doctest::Approx(p.size_ratio).epsilon(0.001));
+    // As the sizes explain: model.target_slow's bar (twice) is far away.
+    CHECK(test::metric(c, "unexplained_tpot_ratio") < 1.5);
+  }
 }
 
 TEST_CASE("a request cut short by the check's own deadline is the run's limit, not the endpoint's failure") {

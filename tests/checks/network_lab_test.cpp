@@ -192,4 +192,57 @@ TEST_CASE("lab: a far endpoint is diagnosed as network_rtt first") {
                                 << j["diagnosis"][0]["impact_ms"].get<double>() << " ms");
 }
 
+TEST_CASE("lab: TCP slow start over a 56 ms round trip is the path's, not slow body parsing") {
+  if (!lab_available()) return;
+  Lab lab({28.0, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  // A server that parses bodies for free: whatever bodies cost is the wire's.
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443,
+                        R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 30, "decode_ms_per_token": 4}}})");
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"--base-url", std::string("https://") + Lab::kServerIp + ":8443/v1", "--cacert",
+                                     test::ca_pem(), "--model", "Qwen2.5-7B-Instruct", "--checks", "serialization"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_in(lab, args, false, nullptr, 240s);
+  };
+  // Bodies up to 64 KB (a gateway's limit, or a small plan): each pays a round trip more than the
+  // one before, which per megabyte is seconds. Then --quick's sizes, once each, and the default's,
+  // twice each.
+  const std::vector<std::string> small = {"--set", "serialization.sizes_kb=1,16,64"};
+  for (const auto& plan : {small, std::vector<std::string>{"--quick"}, std::vector<std::string>{}}) {
+    CAPTURE(plan.size());
+    const auto j = run(plan);
+    const auto& mm = j["checks"]["serialization"]["metrics"];
+    const double net = m(j, "serialization", "net_ms_per_mb");
+    MESSAGE(std::string(plan.empty() ? "default" : plan.size() == 1 ? "--quick" : "1, 16, 64 KB") << ": round trip " << m(j, "serialization", "path_rtt_ms")
+                                                   << " ms; body cost " << mm.value("upload_parse_ms_per_mb", -1.0)
+                                                   << " ms/MB raw (-1: within noise), net of slow start " << net << " ms/MB");
+    CHECK(std::abs(m(j, "serialization", "path_rtt_ms") - 56.0) < 4.0);
+    CHECK(net < 100);
+    for (const auto& f : j["diagnosis"]) {
+      CHECK(f["rule"] != "serialization.slow_body");
+      if (f["rule"] == "serialization.slow_start") CHECK(f["scope"] == "client_path");
+    }
+  }
+}
+
+TEST_CASE("lab: a real parse cost over the same 56 ms round trip is still found, net of slow start") {
+  if (!lab_available()) return;
+  Lab lab({28.0, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  // 0.25 ms per KiB: 256 ms per MB, on top of the path's slow start.
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443,
+                        R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 30, "decode_ms_per_token": 4, "parse_ms_per_kb": 0.25}}})");
+  const auto j = run_in(lab, {"--base-url", std::string("https://") + Lab::kServerIp + ":8443/v1", "--cacert", test::ca_pem(),
+                              "--model", "Qwen2.5-7B-Instruct", "--checks", "serialization"},
+                        false, nullptr, 240s);
+  const double net = m(j, "serialization", "net_ms_per_mb");
+  MESSAGE("planted 256 ms/MB of parsing: net of slow start " << net << " ms/MB, raw "
+                                                            << j["checks"]["serialization"]["metrics"].value("upload_parse_ms_per_mb", -1.0));
+  CHECK(net == doctest::Approx(256).epsilon(0.25));
+  bool found = false;
+  for (const auto& f : j["diagnosis"]) found = found || f["rule"] == "serialization.slow_body";
+  CHECK(found);
+}
+
 }  // namespace infdoctor

@@ -32,13 +32,13 @@ TEST_CASE("nginx with gzip on for event streams: the stream held back is bufferi
   const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
   CAPTURE(rules_fired(j));
   const auto& m = j["checks"]["serialization"]["metrics"];
-  MESSAGE("gzip: first token " << m["compressed_ttft_p50_ms"] << " ms, arrivals per token "
-                                << m["compressed_arrivals_per_token_ratio"] << "; without Accept-Encoding "
-                                << m["identity_ttft_p50_ms"] << " ms, " << m["identity_arrivals_per_token_ratio"]
+  MESSAGE("gzip: first token " << m["compressed_ttft_p50_ms"] << " ms, arrivals per event "
+                                << m["compressed_arrivals_per_event_ratio"] << "; without Accept-Encoding "
+                                << m["identity_ttft_p50_ms"] << " ms, " << m["identity_arrivals_per_event_ratio"]
                                 << "; held " << m["compression_held_ms"] << " ms (planted 150)");
   CHECK(m["compressed_ratio"].get<double>() == 1.0);
-  CHECK(m["identity_arrivals_per_token_ratio"].get<double>() > 0.8);
-  CHECK(m["compressed_arrivals_per_token_ratio"].get<double>() < 0.2);
+  CHECK(m["identity_arrivals_per_event_ratio"].get<double>() > 0.8);
+  CHECK(m["compressed_arrivals_per_event_ratio"].get<double>() < 0.2);
   const auto* f = finding(j, "buffering.compression");
   REQUIRE(f != nullptr);
   CHECK((*f)["cause"] == "buffering");
@@ -50,7 +50,7 @@ TEST_CASE("nginx with gzip on for event streams: the stream held back is bufferi
   CHECK((*f)["impact_ms"].get<double>() == doctest::Approx(150).epsilon(0.3));
   // The baseline's streams were held too (they accept gzip, as the SDKs do): the compression rule
   // speaks for them, and it is the only finding of its cause.
-  CHECK(j["checks"]["baseline"]["metrics"]["arrivals_per_token_ratio"].get<double>() < 0.3);
+  CHECK(j["checks"]["baseline"]["metrics"]["arrivals_per_event_ratio"].get<double>() < 0.3);
   CHECK(finding(j, "buffering.clumped_stream") == nullptr);
 }
 
@@ -72,10 +72,10 @@ TEST_CASE("nginx without gzip, or with gzip and proxy_buffering off, passes the 
     const auto j = run_json(nginx.base_url(), {"--checks", "baseline,serialization"});
     CAPTURE(rules_fired(j));
     const auto& m = j["checks"]["serialization"]["metrics"];
-    MESSAGE(std::string(c.name) << ": compressed " << m["compressed_ratio"] << ", arrivals per token "
-                   << m["compressed_arrivals_per_token_ratio"]);
+    MESSAGE(std::string(c.name) << ": compressed " << m["compressed_ratio"] << ", arrivals per event "
+                   << m["compressed_arrivals_per_event_ratio"]);
     CHECK(m["compressed_ratio"].get<double>() == c.compressed);
-    CHECK(m["compressed_arrivals_per_token_ratio"].get<double>() > 0.8);
+    CHECK(m["compressed_arrivals_per_event_ratio"].get<double>() > 0.8);
     for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "buffering");
   }
 }

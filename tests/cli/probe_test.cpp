@@ -98,3 +98,19 @@ TEST_CASE("probe --help teaches") {
 }
 
 }  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("probe adapts to a reasoning model that refuses max_tokens and temperature, as run does") {
+  test::FakeProcess fake(R"({"models": {"o4-mini": {"overhead_ms": 40, "decode_ms_per_token": 4, "rejects": ["max_tokens", "temperature"]}}})");
+  REQUIRE(fake.ok());
+  const auto r = probe({"--base-url", fake.base_url(), "--model", "o4-mini", "--max-tokens", "12", "--json"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["http_status"] == 200);
+  CHECK(j["output_tokens"] == 12);  // max_completion_tokens carried the same limit
+  CHECK(r.err.find("the endpoint refused max_tokens: renamed to max_completion_tokens") != std::string::npos);
+}
+
+}  // namespace infdoctor

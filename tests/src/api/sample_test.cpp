@@ -193,3 +193,64 @@ TEST_CASE("Server-Timing headers are read metric by metric, and what has no dur 
 }
 
 }  // namespace infdoctor::api
+
+namespace infdoctor::api {
+
+TEST_CASE("clumps: events that share a read are clumps, tokens that share an event are not") {
+  // Built by hand: 32 tokens at 10 ms each, from 100 ms on.
+  const auto stream = [](int tokens_per_event, int events_per_read) {
+    RequestSample s;
+    s.ok = true;
+    s.output_tokens = 32;
+    s.ttfb_ms = 20;
+    const int events = 32 / tokens_per_event;
+    std::vector<double> at;  // when each event arrived
+    for (int e = 0; e < events; ++e) {
+      const double made = 100 + 10.0 * ((e + 1) * tokens_per_event - 1);  // its last token's time
+      const int read = e / events_per_read;
+      const double left = 100 + 10.0 * (std::min(events, (read + 1) * events_per_read) * tokens_per_event - 1);
+      at.push_back(events_per_read == 1 ? made : left);
+    }
+    s.content_events = at.size();
+    s.ttft_ms = at.front();
+    s.total_ms = at.back();
+    s.content_arrivals = 1;
+    for (std::size_t i = 1; i < at.size(); ++i) {
+      s.itl_ms.push_back(at[i] - at[i - 1]);
+      if (at[i] != at[i - 1]) ++s.content_arrivals;
+    }
+    return s;
+  };
+  SUBCASE("four tokens an event, each event as it is made: as generated") {
+    const auto s = stream(4, 1);
+    CHECK(*arrivals_per_event(s) == 1.0);
+    CHECK(*arrivals_per_token(s) == 0.25);
+    CHECK(arrived_as_generated(s));
+    CHECK_FALSE(clumps(s).has_value());
+  }
+  SUBCASE("one token an event, eight events a read: the first token waits for seven more") {
+    const auto s = stream(1, 8);
+    CHECK(*arrivals_per_event(s) == doctest::Approx(4.0 / 32));
+    CHECK_FALSE(arrived_as_generated(s));
+    const auto c = clumps(s);
+    REQUIRE(c.has_value());
+    CHECK(c->generation_ms_per_token == doctest::Approx(10));
+    CHECK(c->first_token_wait_ms == doctest::Approx(70));
+  }
+  SUBCASE("two tokens an event, four events a read: a clump of eight tokens") {
+    const auto c = clumps(stream(2, 4));
+    REQUIRE(c.has_value());
+    CHECK(c->generation_ms_per_token == doctest::Approx(10));
+    CHECK(c->first_token_wait_ms == doctest::Approx(70));
+  }
+  SUBCASE("held whole: from the headers to the end, an upper bound") {
+    const auto s = stream(1, 32);
+    CHECK(s.content_arrivals == 1);
+    const auto c = clumps(s);
+    REQUIRE(c.has_value());
+    CHECK(c->generation_ms_per_token == doctest::Approx((410.0 - 20) / 32));
+    CHECK(c->first_token_wait_ms == doctest::Approx(31 * (410.0 - 20) / 32));
+  }
+}
+
+}  // namespace infdoctor::api

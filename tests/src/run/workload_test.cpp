@@ -79,9 +79,10 @@ TEST_CASE("price_workload: what was not measured is no term, and never a guess")
   CHECK(m.at("run.workload_concurrency_count") == 1);
   CHECK(m.at("run.workload_decode_ms") == doctest::Approx(300));
   CHECK(m.at("run.workload_total_ms") == doctest::Approx(430));
-  // Nothing measured: the shape only.
+  // Nothing measured: the shape only, and the body its prompt makes.
   const auto none = price_workload(Workload{}, {});
-  CHECK(none.size() == 3);
+  CHECK(none.size() == 4);
+  CHECK(none.at("run.workload_body_bytes") > 1024 * 3);  // 1,024 prompt tokens: about 4 KB of JSON
   CHECK(none.count("run.workload_total_ms") == 0);
 }
 
