@@ -89,9 +89,16 @@ std::optional<std::chrono::milliseconds> asked_wait(const api::RequestSample& s,
 }  // namespace
 
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n) {
+  // The word's characters are a hash of the run's seed and the request's number (splitmix64), so
+  // two requests differ from the word's first characters on: a tokenizer that spells it out
+  // piece by piece (byte fallback, short BPE merges) finds no shared prefix in it either. The
+  // letter in front keeps it one word in every tokenizer.
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
   char word[40];
-  std::snprintf(word, sizeof word, "n%08llx%06llx", static_cast<unsigned long long>(seed & 0xffffffffu),
-                static_cast<unsigned long long>(n & 0xffffffu));
+  std::snprintf(word, sizeof word, "n%016llx", static_cast<unsigned long long>(z));
   const auto first_end = prompt.find_first_of(" \t\n");
   const auto first_start = prompt.find_first_not_of(" \t\n");
   if (first_start != 0 || first_end == std::string::npos) return std::string(word) + " " + prompt;

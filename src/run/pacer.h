@@ -23,7 +23,8 @@ std::string unreachable_cause(const api::Endpoint& ep, const api::RequestSample&
 // else "phase: message".
 std::string failure_line(const api::Endpoint& ep, const api::RequestSample& s);
 
-// `prompt` with its first word replaced by a word unique to the run (seed) and the request (n);
+// `prompt` with its first word replaced by a word unique to the run (seed) and the request (n),
+// a hash of both, so two requests' words share no leading characters but by chance;
 // a prompt that does not start with a word gets the nonce in front.
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n);
 

@@ -99,6 +99,11 @@ TEST_CASE("the prompt nonce: one unique first word per request, the length in wo
     firsts.insert(p.substr(0, p.find(' ')));
   }
   CHECK(firsts.size() == 500);
+  // No two share even their first characters more often than chance: a tokenizer that spells the
+  // word out finds no common prefix to cache (the seed's hex once led every word of a run).
+  std::set<std::string> heads;
+  for (const auto& w : firsts) heads.insert(w.substr(0, 3));  // "n" and two hex digits: 256 kinds
+  CHECK(heads.size() > 200);
   CHECK(run::with_nonce(" padded", 1, 1).find(" padded") != std::string::npos);  // not a word first: nonce in front
   CHECK(run::with_nonce("", 1, 1).size() > 1);
 }
