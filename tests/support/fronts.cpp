@@ -71,9 +71,10 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// Starts argv_for(port) on a free port until it listens there, up to three ports (another
-// process may take a port between the pick and the bind).
-std::unique_ptr<net::Process> start_listening(const std::function<std::vector<std::string>(int)>& argv_for, int& port) {
+// Starts argv_for(port) on a free port until it listens there within `wait`, up to three ports
+// (another process may take a port between the pick and the bind).
+std::unique_ptr<net::Process> start_listening(const std::function<std::vector<std::string>(int)>& argv_for, int& port,
+                                              std::chrono::seconds wait = std::chrono::seconds(10)) {
   using namespace std::chrono_literals;
   for (int attempt = 0; attempt < 3; ++attempt) {
     port = free_port();
@@ -82,7 +83,7 @@ std::unique_ptr<net::Process> start_listening(const std::function<std::vector<st
     auto p = net::Process::start(argv);
     REQUIRE_MESSAGE(p.ok(), argv.front() << " did not start (.ci/install-deps installs it): "
                                          << (p.ok() ? "" : p.error().message));
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
     while (std::chrono::steady_clock::now() < deadline && (*p)->running() && !accepts(port))
       std::this_thread::sleep_for(10ms);
     if ((*p)->running() && accepts(port)) return std::move(p.value());
@@ -216,6 +217,37 @@ Pushgateway::Pushgateway() : dir_("", "pushgateway.data") {
 }
 
 Pushgateway::~Pushgateway() {
+  if (proc_) proc_->stop();
+}
+
+std::string LlamaEngine::dir() { return INFDOCTOR_ENGINE_DIR; }
+
+std::optional<std::string> LlamaEngine::unavailable_reason() {
+  for (const char* f : {"/shim.mjs", "/target.gguf", "/small.gguf", "/node_modules/node-llama-cpp/package.json"})
+    if (!std::ifstream(dir() + f)) return "the engine is not prepared in " + dir() + " (tests/engine/setup.sh; it needs Node.js 20)";
+  return std::nullopt;
+}
+
+LlamaEngine::LlamaEngine(const LlamaEngineOptions& o) {
+  if (auto why = unavailable_reason()) FAIL(*why);
+  std::vector<std::string> argv;
+  if (!o.netns.empty()) argv = {"ip", "netns", "exec", o.netns};
+  argv.insert(argv.end(), {"/usr/bin/env", "node", dir() + "/shim.mjs", "--host", o.host, "--port", "0", "--slots",
+                           std::to_string(o.slots)});
+  for (const auto& [name, file] : o.models) argv.insert(argv.end(), {"--model", name + "=" + dir() + "/" + file});
+  for (const auto& [name, ms] : o.overhead_ms) argv.insert(argv.end(), {"--overhead-ms", name + "=" + std::to_string(ms)});
+  auto p = net::Process::start(argv);
+  REQUIRE_MESSAGE(p.ok(), "the engine did not start: " << (p.ok() ? "" : p.error().message));
+  proc_ = std::move(p.value());
+  // It says where it listens once its models are loaded.
+  const auto line = proc_->read_line(std::chrono::seconds(60));
+  REQUIRE_MESSAGE(line.ok(), "the engine (node " << dir() << "/shim.mjs) did not listen within 60 s");
+  const std::string prefix = "listening on ";
+  REQUIRE_MESSAGE(line->rfind(prefix, 0) == 0, "the engine said: " << *line);
+  base_url_ = "http://" + o.host + ":" + line->substr(prefix.size()) + "/v1";
+}
+
+LlamaEngine::~LlamaEngine() {
   if (proc_) proc_->stop();
 }
 

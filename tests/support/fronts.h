@@ -5,7 +5,9 @@
 // written to a temporary directory, listens on a loopback port picked free, stays in the
 // foreground as one process, and is stopped by its PID (SIGTERM, then SIGKILL).
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +45,35 @@ class Nginx {
   std::unique_ptr<net::Process> proc_;
   std::string base_url_;
   int port_ = 0;
+};
+
+// llama.cpp behind tests/engine/shim.mjs, through npm's node-llama-cpp: the tests' real engine,
+// prepared in the build tree by tests/engine/setup.sh (ctest's "engine: setup" fixture).
+struct LlamaEngineOptions {
+  // Served name -> GGUF file in the engine directory ("target.gguf", "small.gguf").
+  std::vector<std::pair<std::string, std::string>> models{};
+  int slots = 4;  // sequences decoded at once per model; more requests wait in line
+  std::vector<std::pair<std::string, double>> overhead_ms{};  // a planted wait before a model starts
+  std::string netns{};              // run inside this network namespace (the lab's server), or here
+  std::string host = "127.0.0.1";  // the address it listens on
+};
+
+class LlamaEngine {
+ public:
+  static std::string dir();
+  // Why the engine cannot run here, or nothing.
+  static std::optional<std::string> unavailable_reason();
+  // Fails the test when it does not listen within 60 s.
+  explicit LlamaEngine(const LlamaEngineOptions& o);
+  ~LlamaEngine();
+  LlamaEngine(const LlamaEngine&) = delete;
+  LlamaEngine& operator=(const LlamaEngine&) = delete;
+
+  const std::string& base_url() const { return base_url_; }  // "http://127.0.0.1:PORT/v1"
+
+ private:
+  std::unique_ptr<net::Process> proc_;
+  std::string base_url_;
 };
 
 // nghttpx terminating TLS (the test certificate) and HTTP/2 in front of an HTTP/1.1 server.

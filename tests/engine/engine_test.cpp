@@ -1,0 +1,228 @@
+// infdoctor against a real engine nobody here wrote: llama.cpp (npm's node-llama-cpp, its prebuilt
+// CPU build) serving GGUF models with random weights, named as providers name them. Its prefill,
+// decode, batching and tokenizer are llama.cpp's. A healthy run must name no cause, its fits must
+// agree with the engine's own clock (llama.cpp server's `timings` in every answer), and faults
+// planted around the engine must come first. What was measured is printed (ctest -V).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "fake/lab.h"
+#include "net/subprocess.h"
+#include "stats/fit.h"
+#include "support/fronts.h"
+#include "support/results.h"
+
+namespace infdoctor {
+namespace {
+
+using test::LlamaEngine;
+
+const char* kTarget = "Qwen2.5-7B-Instruct";
+const char* kSmall = "Qwen2.5-0.5B-Instruct";
+
+bool engine_available() {
+  if (auto why = LlamaEngine::unavailable_reason()) {
+    MESSAGE("skipped: " << *why);
+    return false;
+  }
+  return true;
+}
+
+test::LlamaEngineOptions pair() { return {.models = {{kTarget, "target.gguf"}, {kSmall, "small.gguf"}}}; }
+
+nlohmann::json run(const std::string& base_url, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"--base-url", base_url, "--model", kTarget, "--small-model", kSmall};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return test::run_results(args);
+}
+
+// The first finding above info, or null.
+nlohmann::json top_cause(const nlohmann::json& j) {
+  for (const auto& f : j["diagnosis"])
+    if (f["severity"] != "info") return f;
+  return nullptr;
+}
+
+// The engine's own numbers, from the `timings` of the target's answers to the sweep, by the same
+// definitions as infdoctor's fits: prefill, prompt_ms against the prompt tokens it evaluated; decode,
+// the whole time (prompt_ms + predicted_ms) against the tokens it generated, over the decode
+// requests (same prompt, rising max_tokens). Theil-Sen both, as the sweep fits.
+struct EngineClock {
+  std::optional<double> prefill_ms_per_token, decode_ms_per_token;
+};
+EngineClock engine_clock(const nlohmann::json& sweep) {
+  std::vector<double> pn, pms, dn, dms;
+  for (const auto& s : sweep["samples"]) {
+    if (!s.contains("server_timings") || !s["server_timings"].is_object() || s["model"] != kTarget) continue;
+    const auto& t = s["server_timings"];
+    const std::string kind = s["label"].value("sweep", "");
+    if (kind == "prefill") {
+      pn.push_back(t["prompt_n"].get<double>());
+      pms.push_back(t["prompt_ms"].get<double>());
+    } else if (kind == "decode") {
+      dn.push_back(t["predicted_n"].get<double>());
+      dms.push_back(t["prompt_ms"].get<double>() + t["predicted_ms"].get<double>());
+    }
+  }
+  EngineClock c;
+  if (auto f = stats::theil_sen(pn, pms)) c.prefill_ms_per_token = f->slope;
+  if (auto f = stats::theil_sen(dn, dms)) c.decode_ms_per_token = f->slope;
+  return c;
+}
+
+std::mt19937& rng() {
+  static std::mt19937 r(std::random_device{}());
+  return r;
+}
+
+// A chat's shape: the engine's CPU prefill is compute-bound, and a reference request of 1,024
+// prompt tokens would put seconds of it in front of every planted cause.
+const std::vector<std::string> kChat = {"--workload", "prompt=128,output=128,concurrency=1"};
+
+}  // namespace
+
+TEST_CASE("engine: infdoctor's prefill and decode fits agree with llama.cpp's own clock within 5 %") {
+  if (!engine_available()) return;
+  LlamaEngine engine(pair());
+  std::vector<std::string> args = {"--checks", "coldstart,baseline,sweep", "--quick"};
+  args.insert(args.end(), kChat.begin(), kChat.end());
+  const auto j = run(engine.base_url(), args);
+  CAPTURE(test::rules_fired(j));
+  const auto& sweep = j["checks"]["sweep"];
+  REQUIRE(sweep["status"] == "ok");
+  const EngineClock clock = engine_clock(sweep);
+  REQUIRE(clock.prefill_ms_per_token);
+  REQUIRE(clock.decode_ms_per_token);
+  const double prefill = sweep["metrics"]["prefill_ms_per_token"].get<double>();
+  const double decode = sweep["metrics"]["decode_ms_per_token"].get<double>();
+  MESSAGE("prefill: infdoctor " << prefill << " ms a prompt token, llama.cpp " << *clock.prefill_ms_per_token
+                                << "; decode: infdoctor " << decode << " ms a token, llama.cpp "
+                                << *clock.decode_ms_per_token);
+  MESSAGE("findings on the healthy engine: " << test::rules_fired(j));
+  CHECK(prefill == doctest::Approx(*clock.prefill_ms_per_token).epsilon(0.05));
+  CHECK(decode == doctest::Approx(*clock.decode_ms_per_token).epsilon(0.05));
+  // The sizes in the names explain the pair: a 7B beside a 0.5B is no slow target.
+  CHECK(j["checks"]["baseline"]["metrics"]["size_ratio"].get<double>() == doctest::Approx(14));
+  // What the rules say of this engine must be what its own clock says. On a CPU, prefill is
+  // compute-bound at a core's FLOPs: a prompt token costs a quarter of a decode token where a
+  // GPU's costs under 1 % (rules/README.md), and prefill.slow_prefill says so. A CPU also wakes
+  // slowly after a pause: when coldstart.idle_penalty speaks, llama.cpp's own prompt time after
+  // the idle gaps is up too. Nothing else is above info.
+  for (const auto& f : j["diagnosis"]) {
+    if (f["severity"] == "info") continue;
+    CAPTURE(f["rule"]);
+    if (f["rule"] == "prefill.slow_prefill") {
+      CHECK(*clock.prefill_ms_per_token > 0.015 * *clock.decode_ms_per_token);
+    } else if (f["rule"] == "coldstart.idle_penalty") {
+      std::vector<double> warm, after_gap;
+      for (const auto& s : j["checks"]["coldstart"]["samples"])
+        if (s.contains("server_timings") && s["server_timings"].is_object())
+          (s["label"].value("phase", "") == "baseline" ? warm : after_gap)
+              .push_back(s["server_timings"]["prompt_ms"].get<double>());
+      REQUIRE(stats::median(warm));
+      REQUIRE(stats::median(after_gap));
+      MESSAGE("llama.cpp's own prompt time: " << *stats::median(warm) << " ms back to back, "
+                                              << *stats::median(after_gap) << " ms after the gaps; infdoctor's penalty "
+                                              << f["impact_ms"] << " ms");
+      CHECK(*stats::median(after_gap) - *stats::median(warm) > 0.5 * f["impact_ms"].get<double>());
+    } else {
+      FAIL_CHECK("a cause llama.cpp's own clock does not show: " << f["rule"]);
+    }
+  }
+}
+
+TEST_CASE("engine: a fixed overhead in front of the target alone comes first, as model_specific") {
+  if (!engine_available()) return;
+  const double overhead_ms = std::uniform_real_distribution<double>(600, 2000)(rng());
+  MESSAGE("planted: " << overhead_ms << " ms before the target model starts on a request");
+  test::LlamaEngineOptions o = pair();
+  o.overhead_ms = {{kTarget, overhead_ms}};
+  LlamaEngine engine(o);
+  std::vector<std::string> args = {"--checks", "baseline"};
+  args.insert(args.end(), kChat.begin(), kChat.end());
+  const auto j = run(engine.base_url(), args);
+  CAPTURE(test::rules_fired(j));
+  const auto top = top_cause(j);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["cause"] == "model_specific");
+  CHECK(top["scope"] == "target_model");
+  // The target's TTFT less the small model's: the overhead, and the two models' own prefill of the
+  // short prompt apart, as llama.cpp timed it.
+  std::vector<double> target_prompt, small_prompt;
+  for (const auto& s : j["checks"]["baseline"]["samples"])
+    if (s.contains("server_timings") && s["server_timings"].is_object())
+      (s["model"] == kTarget ? target_prompt : small_prompt).push_back(s["server_timings"]["prompt_ms"].get<double>());
+  REQUIRE(stats::median(target_prompt));
+  REQUIRE(stats::median(small_prompt));
+  const double expected = overhead_ms + *stats::median(target_prompt) - *stats::median(small_prompt);
+  CHECK(top["impact_ms"].get<double>() == doctest::Approx(expected).epsilon(0.1));
+  MESSAGE("found " << top["rule"] << " at " << top["impact_ms"]
+                   << " ms; the overhead and the models' own prompt times make " << expected << " ms");
+}
+
+TEST_CASE("engine: nginx compressing the event stream in front comes first, as buffering at the intermediary") {
+  if (!engine_available()) return;
+  LlamaEngine engine(pair());
+  const std::string up = engine.base_url().substr(7, engine.base_url().size() - 7 - 3);  // host:port
+  test::Nginx nginx({.upstream = up, .server = "gzip on; gzip_types text/event-stream;"});
+  std::vector<std::string> args = {"--checks", "baseline"};
+  args.insert(args.end(), kChat.begin(), kChat.end());
+  const auto j = run(nginx.base_url(), args);
+  CAPTURE(test::rules_fired(j));
+  const auto top = top_cause(j);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["cause"] == "buffering");
+  CHECK(top["scope"] == "intermediary");
+  CHECK(top["where"].get<std::string>().find("nginx") != std::string::npos);
+  for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "model_specific");
+  MESSAGE("found " << top["rule"] << " at " << top["impact_ms"] << " ms (" << top["where"] << ")");
+}
+
+TEST_CASE("engine: a far region in front of it comes first, as network_rtt") {
+  if (!engine_available()) return;
+  if (auto why = fake::Lab::unavailable_reason()) {
+    MESSAGE("skipped: " << *why);
+    return;
+  }
+  const double one_way_ms = std::uniform_real_distribution<double>(60, 90)(rng());
+  MESSAGE("planted: " << 2 * one_way_ms << " ms of round trip");
+  fake::Lab lab({one_way_ms, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  test::LlamaEngineOptions o = pair();
+  o.netns = lab.server_ns();
+  o.host = fake::Lab::kServerIp;
+  LlamaEngine engine(o);
+  std::vector<std::string> argv = {"ip",
+                                   "netns",
+                                   "exec",
+                                   lab.client_ns(),
+                                   test::infdoctor_bin(),
+                                   "run",
+                                   "--base-url",
+                                   engine.base_url(),
+                                   "--model",
+                                   kTarget,
+                                   "--small-model",
+                                   kSmall,
+                                   "--checks",
+                                   "path,transport,baseline",
+                                   "--json",
+                                   "-"};
+  argv.insert(argv.end(), kChat.begin(), kChat.end());
+  auto r = net::run_command(argv, std::chrono::seconds(180));
+  REQUIRE(r.ok());
+  REQUIRE_FALSE(r->timed_out);
+  const auto j = nlohmann::json::parse(r->out);
+  CAPTURE(test::rules_fired(j));
+  CHECK(j["checks"]["path"]["metrics"]["tcp_rtt_p50_ms"].get<double>() == doctest::Approx(2 * one_way_ms).epsilon(0.1));
+  const auto top = top_cause(j);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["cause"] == "network_rtt");
+  MESSAGE("found " << top["rule"] << " at " << top["impact_ms"] << " ms");
+}
+
+}  // namespace infdoctor
