@@ -206,7 +206,8 @@ class SerializationCheck final : public Check {
       out.set("largest_body_bytes", largest);
       out.set("ttft_at_largest_body_ms", *stats::median(at_largest));
     }
-    if (auto f = stats::theil_sen(x, y)) {
+    const auto raw = stats::theil_sen(x, y);
+    if (const auto& f = raw) {
       // A cost per megabyte within the scatter of the points (or below zero) is not a
       // measurement: its noise is reported instead, and no rule reads a slope that is not there.
       if (f->slope > f->slope_noise) out.set("upload_parse_ms_per_mb", f->slope);
@@ -223,7 +224,6 @@ class SerializationCheck final : public Check {
       nx.push_back(mb);
       ny.push_back(t);
     }
-    const auto raw = stats::theil_sen(x, y);
     if (auto f = stats::theil_sen(nx, ny)) {
       const double net = f->slope > f->slope_noise ? f->slope : 0.0;
       out.set("net_ms_per_mb", net);
