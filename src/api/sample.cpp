@@ -74,7 +74,9 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     else if (r.http_status == 503 && said.find("loading") != std::string::npos) {
       s.model_loading = true;
       s.loading_estimate_s = loading_estimate_s(r.body);
-    }
+    } else if (r.http_status == 529 || (r.http_status == 503 && (said.find("overload") != std::string::npos ||
+                                                                  said.find("capacity") != std::string::npos)))
+      s.overloaded = true;
   }
 
   if (stream == nullptr) {
@@ -212,6 +214,7 @@ void visit_fields(Sample& s, F&& f) {
   f("limit", s.limit);
   f("refused_parameter", s.refused_parameter);
   f("model_loading", s.model_loading);
+  f("overloaded", s.overloaded);
   f("loading_estimate_s", s.loading_estimate_s);
   f("loading_wait_ms", s.loading_wait_ms);
   f("loading_answers_count", s.loading_answers);

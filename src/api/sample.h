@@ -41,6 +41,9 @@ struct RequestSample {
   // gateways): the model is starting, not failing. The pacer waits it out and sends the request
   // again; the body's estimated_time (seconds), when it gives one, is kept.
   bool model_loading = false;
+  // A 503 that says the provider is overloaded (OpenAI's "overloaded", "capacity"), or Anthropic's
+  // 529 overloaded_error: a pool shedding load, not this account's quota (429) nor a model loading.
+  bool overloaded = false;
   std::optional<double> loading_estimate_s;
   // On the answer that came after such waits: the time from the first try's start to this try's
   // start, and how many "loading" answers came before it. The cold start the request paid.

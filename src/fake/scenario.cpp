@@ -78,7 +78,7 @@ constexpr double kMaxMs = 3600e3;
 }  // namespace
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kinds = {"429", "503", "close_mid_stream", "stall", "error_event", "reset",
+  static const std::vector<std::string> kinds = {"429", "503", "529", "close_mid_stream", "stall", "error_event", "reset",
                                                  "garbage", "invalid_json", "huge_event", "endless_headers", "cut_stream", "html_502"};
   return kinds;
 }

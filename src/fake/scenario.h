@@ -12,7 +12,9 @@
 namespace infdoctor::fake {
 
 // A fault the server plants on some requests of a model:
-//   429, 503          the request is refused with that status (and Retry-After when given)
+//   429, 503          the request is refused with that status (and Retry-After when given); the
+//                     503 says the server is overloaded, in OpenAI's words
+//   529               Anthropic's overloaded_error (and Retry-After when given)
 //   endless_headers   header lines trickle out and never end
 //   close_mid_stream  the connection is closed after `after_tokens` tokens
 //   reset             the same, with a TCP reset

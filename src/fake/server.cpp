@@ -647,11 +647,16 @@ struct Server::Impl {
       const bool hit = (f.every > 0 && nth % static_cast<std::uint64_t>(f.every) == 0) ||
                        (f.first > 0 && nth <= static_cast<std::uint64_t>(f.first));
       if (!hit) continue;
-      if (f.kind == "429" || f.kind == "503") {
+      if (f.kind == "429" || f.kind == "503" || f.kind == "529") {
         if (f.retry_after_s >= 0) {
           std::ostringstream ra;
           ra << f.retry_after_s;
           headers.emplace_back("retry-after", ra.str());
+        }
+        if (f.kind == "529") {  // Anthropic's: the API is overloaded, in its own error shape
+          record(served_entry(model, arrived, 529, rid, req.body().size()), req, body);
+          return write_simple(stream, 529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+                              keep, headers);
         }
         if (f.kind == "429")
           return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");

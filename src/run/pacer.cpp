@@ -126,7 +126,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     if (progress_) progress_("waiting out the provider's Retry-After");
     if (waiting_) waiting_(std::min(not_before_, deadline));
     const auto until = std::min(not_before_, deadline);
-    retry_wait_ms_ += core::to_ms(core::elapsed_us(now, until));
+    if (!waiting_for_overload_) retry_wait_ms_ += core::to_ms(core::elapsed_us(now, until));
     if (!clock_.sleep_until(until)) return core::interrupted_error();
     if (not_before_ > deadline)
       return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
@@ -275,11 +275,12 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
   streak_.record(s);
   if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];
   if (s.http_status >= 500) ++server_errors_;
-  if (s.http_status != 429 && s.http_status != 503) {
+  if (s.http_status != 429 && s.http_status != 503 && s.http_status != 529) {
     if (s.ok) backoff_ = {};
     return;
   }
   if (s.http_status == 429) ++rate_limited_;
+  if (s.overloaded) ++overloaded_;
   // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
   // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.
   std::optional<std::chrono::milliseconds> wait = asked_wait(s, now_wall);
@@ -288,7 +289,11 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
                         backoff_.count() == 0 ? std::chrono::milliseconds(500) : backoff_ * 2);
     wait = backoff_;
   }
-  not_before_ = std::max(not_before_, clock_.now() + *wait);
+  if (s.overloaded) overload_wait_ms_ += static_cast<double>(wait->count());
+  if (clock_.now() + *wait > not_before_) {
+    not_before_ = clock_.now() + *wait;
+    waiting_for_overload_ = s.overloaded;
+  }
 }
 
 }  // namespace infdoctor::run

@@ -64,7 +64,13 @@ class Pacer final : public checks::ModelPort {
   int requests_spent() const { return spent_; }
   int cached_prompt_count() const { return cached_prompts_; }  // answers that reported cached prompt tokens
   int rate_limited_count() const { return rate_limited_; }
+  // Time spent waiting out Retry-After and backoff after 429s.
   double retry_wait_ms() const { return retry_wait_ms_; }
+  // Answers that said the provider is overloaded (api::RequestSample::overloaded), and the waits
+  // they asked for (Retry-After, else the backoff), added up: what a client that retries each
+  // refusal pays, whether or not the run had a next request to wait for.
+  int overloaded_count() const { return overloaded_; }
+  double overload_wait_ms() const { return overload_wait_ms_; }
   // Failed model requests by error token ("timeout", "http_status", ...), and server errors
   // (HTTP 5xx) among them.
   const std::map<std::string, int>& failures_by_token() const { return failures_; }
@@ -95,6 +101,9 @@ class Pacer final : public checks::ModelPort {
   int spent_ = 0;
   int rate_limited_ = 0;
   double retry_wait_ms_ = 0;
+  int overloaded_ = 0;
+  double overload_wait_ms_ = 0;
+  bool waiting_for_overload_ = false;  // the wait under way was asked for by an overloaded answer
   SampleSink sample_sink_;
   std::function<void(const std::string&)> progress_;
   std::function<void(core::SteadyTime)> waiting_;

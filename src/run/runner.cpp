@@ -117,6 +117,27 @@ std::map<std::string, double> ttft_tail_metrics(const std::vector<checks::CheckR
   return m;
 }
 
+// The share of the run's model requests answered "overloaded", over all of them, over those sent
+// one at a time and over the concurrency check's parallel ones: capacity that sheds load as
+// concurrency grows shows more of it in the parallel share.
+std::map<std::string, double> overload_metrics(const std::vector<checks::CheckResult>& checks) {
+  int all = 0, shed = 0, parallel = 0, parallel_shed = 0;
+  for (const auto& c : checks)
+    for (const auto& [s, label] : c.requests) {
+      if (!s.ok && !api::is_failure(s)) continue;  // a stated limit or the run's own deadline
+      const bool many = label.is_object() && label.value("streams", 1) > 1;
+      ++all;
+      parallel += many;
+      shed += s.overloaded;
+      parallel_shed += many && s.overloaded;
+    }
+  std::map<std::string, double> m;
+  if (all > 0) m["run.overloaded_share_ratio"] = static_cast<double>(shed) / all;
+  if (parallel > 0) m["run.overloaded_parallel_share_ratio"] = static_cast<double>(parallel_shed) / parallel;
+  if (all > parallel) m["run.overloaded_sequential_share_ratio"] = static_cast<double>(shed - parallel_shed) / (all - parallel);
+  return m;
+}
+
 // What gateways say of themselves in their response headers, over the run's model requests.
 std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckResult>& checks) {
   std::vector<double> overhead, utilization, remaining;
@@ -177,6 +198,9 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   // so what it served from cache was the shared chat template or an earlier identical prompt.
   out.run_metrics["run.cached_prompts_count"] = pacer.cached_prompt_count();
   out.run_metrics["run.retry_wait_ms"] = pacer.retry_wait_ms();
+  out.run_metrics["run.overloaded_count"] = pacer.overloaded_count();
+  out.run_metrics["run.overload_wait_ms"] = pacer.overload_wait_ms();
+  for (const auto& [k, v] : overload_metrics(out.checks)) out.run_metrics[k] = v;
   out.run_metrics["run.model_loading_count"] = pacer.loading_answers();
   if (pacer.loading_wait_max_ms() > 0) out.run_metrics["run.model_loading_wait_max_ms"] = pacer.loading_wait_max_ms();
   const auto series = read_series(out.checks, ctx.models().target);
@@ -324,6 +348,8 @@ CauseSignal signal_of(const std::string& cause) {
   if (cause == "cold_start" || cause == "queueing" || cause == "prefill_bound" || cause == "rate_limited" ||
       cause == "serialization" || cause == "provider_wide" || cause == "noisy_neighbour")
     return {"time to first token", field(&S::ttft_ms)};
+  if (cause == "overloaded")
+    return {"shed first", [](const S& s) -> std::optional<double> { return s.overloaded ? 1.0 : 0.0; }};
   if (cause == "decode_bound" || cause == "model_specific") return {"time per output token", field(&S::tpot_ms)};
   if (cause == "network_rtt") return {"connect time", field(&S::connect_ms)};
   if (cause == "dns_slow") return {"DNS time", field(&S::dns_ms)};
