@@ -76,7 +76,7 @@ class LoopbackDemo final : public DemoEnvironment {
 // client in the lab's client namespace.
 class LabDemo final : public DemoEnvironment {
  public:
-  explicit LabDemo(const DemoFault& fault) : lab_({fault.lab_delay_ms, 0.0}) {}
+  explicit LabDemo(const DemoFault& fault) : lab_({fault.lab_delay_ms, fault.lab_loss_ratio}) {}
   ~LabDemo() override {
     if (server_) server_->stop();
   }

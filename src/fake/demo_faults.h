@@ -19,6 +19,7 @@ struct DemoFault {
   bool tls = false;                 // serve HTTPS (a self-signed certificate the client trusts)
   double dns_delay_ms = -1;         // >= 0: resolve the API host through a demo DNS server this slow
   double lab_delay_ms = -1;         // >= 0: serve across the namespace lab, this one-way delay (root)
+  double lab_loss_ratio = 0;        // and drop this share of its packets, each direction
 };
 
 const std::vector<DemoFault>& demo_faults();

@@ -4,9 +4,8 @@
 // can be reproduced.
 #include <doctest/doctest.h>
 
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "net/subprocess.h"
 #include "support/fake_process.h"
@@ -27,6 +26,14 @@ nlohmann::json run_json(std::vector<std::string> args, std::string* err = nullpt
   INFO(r->err);
   REQUIRE(r->exit_code != 3);
   return nlohmann::json::parse(r->out);
+}
+
+// `infdoctor run` against `server` with the target and small models named, and more arguments.
+nlohmann::json run_pair(const fake::Server& server, const std::string& target, const std::string& small,
+                        std::vector<std::string> extra, std::string* err = nullptr) {
+  std::vector<std::string> args = {"--base-url", server.base_url(), "--model", target, "--small-model", small};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_json(args, err);
 }
 
 std::string findings_of(const nlohmann::json& j) {
@@ -52,8 +59,11 @@ double draw(double lo, double hi) { return std::uniform_real_distribution<double
 
 // A healthy pair on one fleet: per-token times in proportion to the sizes, a little jitter.
 std::string healthy_pair(const std::string& target, const std::string& small, const std::string& target_extra) {
-  return R"({"models": {")" + small + R"(": {"overhead_ms": 25, "prefill_ms_per_token": 0.01, "decode_ms_per_token": 2, "jitter_ms": 3},
-      ")" + target + R"(": {"overhead_ms": 45, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 11.4, "jitter_ms": 6)" +
+  return R"({"models": {")" + small +
+         R"(": {"overhead_ms": 25, "prefill_ms_per_token": 0.01, "decode_ms_per_token": 2, "jitter_ms": 3},
+      ")" +
+         target +
+         R"(": {"overhead_ms": 45, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 11.4, "jitter_ms": 6)" +
          target_extra + "}}}";
 }
 
@@ -61,8 +71,8 @@ std::string healthy_pair(const std::string& target, const std::string& small, co
 
 TEST_CASE("realistic: a 70B beside an 8B named as providers name them, healthy, gives nothing above info") {
   auto server = test::start_fake(healthy_pair("Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", ""));
-  const auto j = run_json({"--base-url", server->base_url(), "--model", "Llama-3.1-70B-Instruct", "--small-model",
-                           "Llama-3.1-8B-Instruct", "--checks", "baseline", "--set", "baseline.samples=4"});
+  const auto j = run_pair(*server, "Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct",
+                          {"--checks", "baseline", "--set", "baseline.samples=4"});
   CAPTURE(findings_of(j));
   CHECK(j["checks"]["baseline"]["metrics"]["size_ratio"].get<double>() == doctest::Approx(70.0 / 8));
   CHECK(top_cause(j).is_null());
@@ -71,11 +81,11 @@ TEST_CASE("realistic: a 70B beside an 8B named as providers name them, healthy, 
 TEST_CASE("realistic: a scale-to-zero start on the run's first request is a cold start, not a note") {
   const double penalty_ms = draw(1200, 5000);
   MESSAGE("planted: the first request waits " << penalty_ms << " ms to start the model");
-  auto server = test::start_fake(healthy_pair("Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct",
-                                              R"(, "cold_start": {"at_start": true, "penalty_ms": )" +
-                                                  std::to_string(penalty_ms) + "}"));
-  const auto j = run_json({"--base-url", server->base_url(), "--model", "Qwen2.5-72B-Instruct", "--small-model",
-                           "Qwen2.5-7B-Instruct", "--checks", "coldstart,baseline", "--set", "coldstart.idle_gaps=1"});
+  auto server = test::start_fake(
+      healthy_pair("Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct",
+                   R"(, "cold_start": {"at_start": true, "penalty_ms": )" + std::to_string(penalty_ms) + "}"));
+  const auto j = run_pair(*server, "Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct",
+                          {"--checks", "coldstart,baseline", "--set", "coldstart.idle_gaps=1"});
   CAPTURE(findings_of(j));
   const auto top = top_cause(j);
   REQUIRE_FALSE(top.is_null());
@@ -91,11 +101,12 @@ TEST_CASE("realistic: a slow first request inside the run's own heavy tail stays
   // One request in five at four times the usual first-token time; the first request 150 ms late
   // (about four times too). The run's repeated requests show a tail that reaches as far, so one
   // slow first request is no proof of a start-up.
-  auto server = test::start_fake(healthy_pair("Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct",
-                                              R"(, "tail_fraction": 0.2, "tail_factor": 4, "cold_start": {"at_start": true, "penalty_ms": 150})"));
-  const auto j = run_json({"--base-url", server->base_url(), "--model", "Qwen2.5-72B-Instruct", "--small-model",
-                           "Qwen2.5-7B-Instruct", "--checks", "coldstart,baseline", "--set", "coldstart.idle_gaps=1",
-                           "--set", "baseline.samples=12"});
+  auto server = test::start_fake(
+      healthy_pair("Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct",
+                   R"(, "tail_fraction": 0.2, "tail_factor": 4, "cold_start": {"at_start": true, "penalty_ms": 150})"));
+  const auto j =
+      run_pair(*server, "Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct",
+               {"--checks", "coldstart,baseline", "--set", "coldstart.idle_gaps=1", "--set", "baseline.samples=12"});
   CAPTURE(findings_of(j));
   CAPTURE(j["run"]["metrics"].dump());
   for (const auto& f : j["diagnosis"]) CHECK(f["rule"] != "coldstart.first_request_beyond_tail");
@@ -104,13 +115,12 @@ TEST_CASE("realistic: a slow first request inside the run's own heavy tail stays
 TEST_CASE("realistic: a 503 that says the model is loading is waited out, and the wait is the cold start") {
   const double loading_s = draw(2.0, 6.0);
   MESSAGE("planted: the model loads for " << loading_s << " s after the first request, answering 503 loading");
-  auto server = test::start_fake(healthy_pair("Mistral-7B-Instruct-v0.3", "Qwen2.5-0.5B-Instruct",
-                                              R"(, "cold_start": {"at_start": true, "loading_s": )" +
-                                                  std::to_string(loading_s) + "}"));
+  auto server = test::start_fake(
+      healthy_pair("Mistral-7B-Instruct-v0.3", "Qwen2.5-0.5B-Instruct",
+                   R"(, "cold_start": {"at_start": true, "loading_s": )" + std::to_string(loading_s) + "}"));
   std::string err;
-  const auto j = run_json({"--base-url", server->base_url(), "--model", "Mistral-7B-Instruct-v0.3", "--small-model",
-                           "Qwen2.5-0.5B-Instruct", "--checks", "coldstart,baseline", "--set", "coldstart.idle_gaps=1"},
-                          &err);
+  const auto j = run_pair(*server, "Mistral-7B-Instruct-v0.3", "Qwen2.5-0.5B-Instruct",
+                          {"--checks", "coldstart,baseline", "--set", "coldstart.idle_gaps=1"}, &err);
   CAPTURE(findings_of(j));
   CHECK(j["run"]["metrics"]["failed_count"] == 0);
   CHECK(j["run"]["metrics"]["model_loading_count"].get<double>() >= 1);
@@ -132,10 +142,12 @@ TEST_CASE("realistic: a 503 that says the model is loading is waited out, and th
 TEST_CASE("realistic: slow body parsing is priced on the reference request's body, not the check's largest") {
   const double ms_per_kb = draw(20, 80);
   MESSAGE("planted: parsing costs " << ms_per_kb << " ms per KiB of body");
-  auto server = test::start_fake(R"({"models": {"Llama-3.1-8B-Instruct": {"overhead_ms": 30, "decode_ms_per_token": 4, "parse_ms_per_kb": )" +
-                                 std::to_string(ms_per_kb) + "}}}");
-  const auto j = run_json({"--base-url", server->base_url(), "--model", "Llama-3.1-8B-Instruct", "--checks", "serialization",
-                           "--set", "serialization.sizes_kb=1,16,48", "--workload", "prompt=1024,output=128"});
+  auto server = test::start_fake(
+      R"({"models": {"Llama-3.1-8B-Instruct": {"overhead_ms": 30, "decode_ms_per_token": 4, "parse_ms_per_kb": )" +
+      std::to_string(ms_per_kb) + "}}}");
+  const auto j =
+      run_json({"--base-url", server->base_url(), "--model", "Llama-3.1-8B-Instruct", "--checks", "serialization",
+                "--set", "serialization.sizes_kb=1,16,48", "--workload", "prompt=1024,output=128"});
   CAPTURE(findings_of(j));
   nlohmann::json slow;
   for (const auto& f : j["diagnosis"])
@@ -152,8 +164,8 @@ TEST_CASE("realistic: an engine that streams several tokens an event is no buffe
   MESSAGE("planted: " << per_event << " tokens an event, each event sent as it is made");
   auto server = test::start_fake(healthy_pair("Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct",
                                               R"(, "tokens_per_event": )" + std::to_string(per_event)));
-  const auto j = run_json({"--base-url", server->base_url(), "--model", "Llama-3.1-70B-Instruct", "--small-model",
-                           "Llama-3.1-8B-Instruct", "--checks", "baseline,sweep", "--quick"});
+  const auto j =
+      run_pair(*server, "Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", {"--checks", "baseline,sweep", "--quick"});
   CAPTURE(findings_of(j));
   const auto& b = j["checks"]["baseline"]["metrics"];
   CHECK(b["arrivals_per_event_ratio"].get<double>() > 0.9);
@@ -168,7 +180,9 @@ TEST_CASE("realistic: an engine that streams several tokens an event is no buffe
   CHECK(noted);
 }
 
-TEST_CASE("realistic: a proxy that holds the stream is buffering, judged from the baseline alone, and not the target's overhead") {
+TEST_CASE(
+    "realistic: a proxy that holds the stream is buffering, judged from the baseline alone, and not the target's "
+    "overhead") {
   // nginx compressing event streams holds each until it ends. The small model's stream ends sooner
   // than the 70B's, so the target's first token waits longer: a TTFT difference the buffering
   // explains, not the model.
@@ -186,6 +200,34 @@ TEST_CASE("realistic: a proxy that holds the stream is buffering, judged from th
   CHECK(top["cause"] == "buffering");
   CHECK(top["scope"] == "intermediary");
   for (const auto& f : j["diagnosis"]) CHECK(f["rule"] != "model.target_overhead");
+}
+
+TEST_CASE("realistic: a pool shedding load is overloaded, not a rate limit and not an outage") {
+  // One request in N refused, in OpenAI's words (503 "overloaded") or Anthropic's (529).
+  const int every = std::uniform_int_distribution<int>(3, 6)(rng());
+  const bool anthropic_529 = draw(0, 1) < 0.5;
+  MESSAGE("planted: one request of the target's in " << every << " refused with " << (anthropic_529 ? "529" : "503"));
+  auto server = test::start_fake(healthy_pair("gpt-4o", "gpt-4o-mini",
+                                              std::string(R"(, "faults": [{"kind": ")") + (anthropic_529 ? "529" : "503") +
+                                                  R"(", "every": )" + std::to_string(every) + R"(, "retry_after_s": 0.3}])"));
+  const auto j = run_pair(*server, "gpt-4o", "gpt-4o-mini", {"--checks", "baseline", "--set", "baseline.samples=12"});
+  CAPTURE(findings_of(j));
+  const auto& m = j["run"]["metrics"];
+  const double share = m["overloaded_share_ratio"].get<double>();
+  MESSAGE("found a share of " << share << " refused (planted about " << 1.0 / every << " of the target's requests)");
+  CHECK(m["overloaded_count"].get<double>() >= 1);
+  CHECK(m["rate_limited_count"] == 0);
+  const auto top = top_cause(j);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["cause"] == "overloaded");
+  CHECK(top["scope"] == "endpoint");
+  for (const auto& f : j["diagnosis"]) {
+    CHECK(f["rule"] != "errors.failed_requests");
+    CHECK(f["cause"] != "rate_limited");
+  }
+  // A refusal waited its Retry-After (0.3 s): the price is that wait times the retries a request
+  // needs on average at this share, p / (1 - p).
+  CHECK(top["impact_ms"].get<double>() == doctest::Approx(share / (1 - share) * 300).epsilon(0.2));
 }
 
 }  // namespace infdoctor

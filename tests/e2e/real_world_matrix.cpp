@@ -1,10 +1,15 @@
 // The real-world matrix: the whole default checklist of the real binary against the fake provider
-// playing a realistic healthy engine (a same-region round trip of 20-40 ms on the namespace lab,
-// 10 % jitter and a 2 % heavy tail, prefix caching, continuous batching, decode slowing a little
-// with the context, a target 3-4 times slower per token than the small model, no server-timing
-// headers), first alone (it must give nothing above info) and then with each cause planted on it
-// at magnitudes drawn at random from stated ranges. Every draw is seeded: a row names its seed and
-// the magnitude it drew, so it reproduces.
+// playing a realistic healthy engine, first alone (it must give nothing above info) and then with
+// each cause planted on it at magnitudes drawn at random from stated ranges. The background is
+// drawn per row as deployments are met, not as the rules were written:
+//   - a model pair named as providers serve them (sizes in the names, mixtures of experts, names
+//     without sizes), per-token speeds drawn within what their sizes allow;
+//   - a round trip of 10-80 ms on the namespace lab's wire (TCP slow start, delayed ACKs, real
+//     retransmissions), a share of rows with 0.1-0.5 % loss;
+//   - engine traits: 1-4 tokens an event, answers that stop early;
+//   - 10 % jitter and a 2 % heavy tail, prefix caching, continuous batching, decode slowing a
+//     little with the context, no server-timing headers.
+// Every draw is seeded: a row names its seed, its models and what it drew, so it reproduces.
 //
 //   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--list]
 //
@@ -43,37 +48,80 @@ using nlohmann::json;
 
 double uniform(std::mt19937_64& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
 
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Model pairs as providers serve them: the target, the small model, and the range of the target's
+// time per token over the small one's that their sizes allow (memory-bound decode reads every
+// active weight once a token; a larger model is often spread over more GPUs, so less than its size).
+struct ModelPair {
+  const char* target;
+  const char* small;
+  double tpot_ratio_lo, tpot_ratio_hi;
+};
+const ModelPair kPairs[] = {
+    {"Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", 3, 6},
+    {"Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct", 3, 7},
+    {"Llama-3.1-405B-Instruct", "Llama-3.1-8B-Instruct", 4, 9},
+    {"Mixtral-8x7B-Instruct-v0.1", "Mistral-7B-Instruct-v0.3", 1.3, 2.2},  // 13B active
+    {"DeepSeek-V3", "Qwen2.5-7B-Instruct", 2, 4},                            // 37B active
+    {"gpt-oss-120b", "gpt-oss-20b", 1.2, 2},                                  // 5.1B and 3.6B active
+    {"gpt-4o", "gpt-4o-mini", 2, 4},
+    {"claude-sonnet-4-5", "claude-haiku-4-5", 1.5, 3},
+};
+
 // The healthy background, drawn from `rng`. `target` and `small` are the two models' specs, edited
 // by a cause before the scenario is written.
 struct Background {
+  std::string target_name, small_name;
   json target, small;
   double rtt_ms = 0;  // on the lab; 0 = loopback
+  double loss = 0;    // on the lab's wire, each direction
   std::string summary;
 };
 
 Background healthy(std::mt19937_64& rng, bool lab) {
   Background b;
-  const double small_decode = uniform(rng, 5, 8);
-  const double ratio = uniform(rng, 3, 4);
+  const ModelPair& pair = kPairs[std::uniform_int_distribution<std::size_t>(0, std::size(kPairs) - 1)(rng)];
+  b.target_name = pair.target;
+  b.small_name = pair.small;
+  // A healthy interactive target decodes at 30-80 tokens a second; the small model as much faster
+  // as the pair's sizes allow, never under 2 ms a token.
+  const double target_decode = uniform(rng, 12.5, 33);
+  const double ratio = uniform(rng, pair.tpot_ratio_lo, pair.tpot_ratio_hi);
+  const double small_decode = std::max(2.0, target_decode / ratio);
   const double overhead = uniform(rng, 60, 120);
+  const int per_event = std::uniform_int_distribution<int>(1, 4)(rng);
+  const bool stops_early = uniform(rng, 0, 1) < 0.3;
   const auto engine = [&](double decode, double over, double prefill) {
-    return json{{"overhead_ms", over},
-                {"prefill_ms_per_token", prefill},
-                {"decode_ms_per_token", decode},
-                {"decode_ms_per_1k_context", 0.02 * decode},
-                {"jitter_ms", 0.1 * over},
-                {"tail_fraction", 0.02},
-                {"tail_factor", uniform(rng, 2.5, 4)},
-                {"prefix_cache_block_tokens", 16},
-                {"slots", 64},
-                {"batch_decode_penalty", uniform(rng, 0.02, 0.06)}};
+    json e = {{"overhead_ms", over},
+              {"prefill_ms_per_token", prefill},
+              {"decode_ms_per_token", decode},
+              {"decode_ms_per_1k_context", 0.02 * decode},
+              {"jitter_ms", 0.1 * over},
+              {"tail_fraction", 0.02},
+              {"tail_factor", uniform(rng, 2.5, 4)},
+              {"prefix_cache_block_tokens", 16},
+              {"slots", 64},
+              {"batch_decode_penalty", uniform(rng, 0.02, 0.06)},
+              {"tokens_per_event", per_event}};
+    if (stops_early) e["output_tokens"] = std::uniform_int_distribution<int>(40, 120)(rng);
+    return e;
   };
-  b.target = engine(small_decode * ratio, overhead, uniform(rng, 0.05, 0.1));
+  b.target = engine(target_decode, overhead, uniform(rng, 0.05, 0.1));
   b.small = engine(small_decode, 0.6 * overhead, uniform(rng, 0.01, 0.03));
-  if (lab) b.rtt_ms = uniform(rng, 20, 40);
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "rtt %.0f ms, decode %.1f/%.1f ms, overhead %.0f ms", b.rtt_ms,
-                b.target["decode_ms_per_token"].get<double>(), small_decode, overhead);
+  if (lab) {
+    b.rtt_ms = uniform(rng, 10, 80);
+    if (uniform(rng, 0, 1) < 0.3) b.loss = uniform(rng, 0.001, 0.005);
+  }
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%s / %s, rtt %.0f ms%s, decode %.1f/%.1f ms, overhead %.0f ms, %d token%s an event%s",
+                pair.target, pair.small, b.rtt_ms, b.loss > 0 ? fmt(", loss %.2f %%", 100 * b.loss).c_str() : "",
+                b.target["decode_ms_per_token"].get<double>(), small_decode, overhead, per_event, per_event == 1 ? "" : "s",
+                stops_early ? ", answers stop early" : "");
   b.summary = buf;
   return b;
 }
@@ -91,12 +139,6 @@ struct Cause {
   std::function<Planted(std::mt19937_64&, Background&)> plant;
 };
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 const std::vector<Cause>& causes() {
   static const std::vector<Cause> k = {
       {"healthy", "", false, [](std::mt19937_64&, Background&) { return Planted{"the background alone", {}, {}}; }},
@@ -113,6 +155,12 @@ const std::vector<Cause>& causes() {
          return Planted{"scales to zero after 60 s idle, " + fmt("%.0f", penalty) + " ms to come back", {},
                         {"--idle-gaps", "0,5,20,70"}};
        }},
+      {"model_loading", "cold_start", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double s = uniform(rng, 2, 20);
+         b.target["cold_start"] = {{"at_start", true}, {"loading_s", s}};
+         return Planted{"503 \"loading\" for " + fmt("%.1f", s) + " s from the run's first request", {}, {}};
+       }},
       {"prefill_bound", "prefill_bound", false,
        [](std::mt19937_64& rng, Background& b) {
          const double v = uniform(rng, 0.6, 2.0);
@@ -128,7 +176,7 @@ const std::vector<Cause>& causes() {
        }},
       {"decode_target", "decode_bound", false,
        [](std::mt19937_64& rng, Background& b) {
-         const double t = b.small["decode_ms_per_token"].get<double>() * uniform(rng, 8, 15);
+         const double t = uniform(rng, 45, 100);  // under 22 tokens a second; the small model keeps its speed
          b.target["decode_ms_per_token"] = t;
          return Planted{"the target alone decodes at " + fmt("%.0f", t) + " ms per token", {}, {}};
        }},
@@ -171,6 +219,15 @@ const std::vector<Cause>& causes() {
          b.target["bucket_size"] = size;
          b.target["bucket_per_s"] = per_s;
          return Planted{"a bucket of " + fmt("%.0f", size) + " requests refilled at " + fmt("%.1f", per_s) + "/s",
+                        {}, {}};
+       }},
+      {"overloaded", "overloaded", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const int every = std::uniform_int_distribution<int>(3, 8)(rng);
+         const bool anthropic = uniform(rng, 0, 1) < 0.5;
+         b.target["faults"] = json::array({{{"kind", anthropic ? "529" : "503"}, {"every", every}}});
+         return Planted{"one request of the target's in " + std::to_string(every) + " refused with " +
+                            (anthropic ? "529 overloaded_error" : "503 overloaded"),
                         {}, {}};
        }},
       {"noisy_neighbour", "noisy_neighbour", false,
@@ -235,7 +292,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
   Planted p = c.plant(rng, b);
   row.planted = p.description;
   row.background = b.summary;
-  json scenario = {{"models", {{"demo-model", b.target}, {"demo-small", b.small}}}, {"seed", seed}};
+  json scenario = {{"models", {{b.target_name, b.target}, {b.small_name, b.small}}}, {"seed", seed}};
   fake::DemoFault f = p.fault;
   if (f.tls && !f.scenario.empty()) scenario["tls_handshake_delay_ms"] = std::stod(f.scenario);
   f.name = c.name;
@@ -245,14 +302,17 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
     b.rtt_ms = 0;
     row.background += " (on loopback)";
   }
-  if (b.rtt_ms > 0) f.lab_delay_ms = b.rtt_ms / 2;
+  if (b.rtt_ms > 0) {
+    f.lab_delay_ms = b.rtt_ms / 2;
+    f.lab_loss_ratio = b.loss;
+  }
   auto env = fake::DemoEnvironment::start(f, INFDOCTOR_FAKE_BIN);
   if (!env.ok()) {
     row.got = "could not start: " + env.error().message;
     return row;
   }
-  std::vector<std::string> argv = {INFDOCTOR_BIN, "run", "--base-url", (*env)->base_url(), "--model", "demo-model",
-                                   "--small-model", "demo-small", "--api-key-env", "INFDOCTOR_MATRIX_NO_KEY",
+  std::vector<std::string> argv = {INFDOCTOR_BIN, "run", "--base-url", (*env)->base_url(), "--model", b.target_name,
+                                   "--small-model", b.small_name, "--api-key-env", "INFDOCTOR_MATRIX_NO_KEY",
                                    "--json", "-", "-s"};
   if (!(*env)->cacert().empty()) argv.insert(argv.end(), {"--cacert", (*env)->cacert()});
   if (!(*env)->resolver().empty()) argv.insert(argv.end(), {"--resolver", (*env)->resolver(), "--no-system-resolvers"});
