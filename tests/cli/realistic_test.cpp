@@ -230,4 +230,30 @@ TEST_CASE("realistic: a pool shedding load is overloaded, not a rate limit and n
   CHECK(top["impact_ms"].get<double>() == doctest::Approx(share / (1 - share) * 300).epsilon(0.2));
 }
 
+TEST_CASE("realistic: answers that all stop early still measure decode, and the reference request is priced at its own length") {
+  // Chat models stop before max_tokens, and hosted APIs take no ignore_eos.
+  const int stop_at = std::uniform_int_distribution<int>(24, 60)(rng());
+  const double decode = draw(8, 30);
+  MESSAGE("planted: every answer stops at " << stop_at << " tokens; the target decodes at " << decode << " ms a token");
+  auto server = test::start_fake(
+      std::string(R"({"models": {"Llama-3.1-8B-Instruct": {"overhead_ms": 25, "decode_ms_per_token": 2, "output_tokens": )") +
+      std::to_string(stop_at) + R"(}, "Llama-3.1-70B-Instruct": {"overhead_ms": 45, "decode_ms_per_token": )" +
+      std::to_string(decode) + R"(, "output_tokens": )" + std::to_string(stop_at) + "}}}");
+  const auto j = run_pair(*server, "Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct", {"--checks", "baseline,sweep", "--quick"});
+  CAPTURE(findings_of(j));
+  const auto& sweep = j["checks"]["sweep"]["metrics"];
+  CHECK(sweep["max_output_tokens_count"] == stop_at);
+  CHECK(sweep["stopped_early_count"].get<double>() >= 1);
+  CHECK(sweep["decode_ms_per_token"].get<double>() == doctest::Approx(decode).epsilon(0.1));
+  const auto& run = j["run"]["metrics"];
+  CHECK(run["workload_output_tokens_count"] == 128);
+  CHECK(run["workload_decode_ms"].get<double>() == doctest::Approx(decode * 127).epsilon(0.1));
+  MESSAGE("decode " << sweep["decode_ms_per_token"] << " ms a token from answers of " << stop_at
+                    << " tokens; the reference request's 128 priced at " << run["workload_decode_ms"] << " ms");
+  bool noted = false;
+  for (const auto& f : j["diagnosis"]) noted = noted || f["rule"] == "decode.stops_early";
+  CHECK(noted);
+  CHECK(top_cause(j).is_null());  // under 33 ms a token: no slow generation either
+}
+
 }  // namespace infdoctor
