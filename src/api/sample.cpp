@@ -165,8 +165,7 @@ std::optional<double> arrivals_per_event(const RequestSample& s) {
 
 std::optional<Clumps> clumps(const RequestSample& s) {
   const auto tokens = arrived_tokens(s);
-  if (arrived_as_generated(s) || s.content_arrivals < 1 || !tokens || *tokens < 2 || !s.ttft_ms || !s.total_ms)
-    return std::nullopt;
+  if (arrived_as_generated(s) || !tokens || *tokens < 2 || !s.ttft_ms || !s.total_ms) return std::nullopt;
   if (s.content_arrivals == 1) {
     // Held whole: it left when it ended, so from the first response byte (the headers, which
     // engines send when they take the request) the model was generating; from the request's start
