@@ -54,6 +54,7 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.tls_failed_count", "count", "requests whose TLS handshake or verification failed"},
       {"run.tls_verify_off", "flag", "1 when certificates were not verified (--insecure over https)"},
       {"run.rate_limited_count", "count", "answers with HTTP 429"},
+      {"run.rate_limited_tokens_count", "count", "of those 429s, the ones that named the token quota (tokens per minute) in their words or headers"},
       {"run.retry_wait_ms", "ms", "time spent waiting out Retry-After and backoff"},
       {"run.overloaded_count", "count",
        "answers that said the provider is overloaded: 503 with its words (overloaded, capacity), or Anthropic's 529"},
@@ -73,6 +74,13 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.slow_episodes_count", "count", "runs of slow requests in a row"},
       {"run.slow_period_s", "s", "median gap between the starts of slow episodes (three or more)"},
       {"run.slow_tpot_excess_ms_per_token", "ms", "median extra time per token of the slow requests over their model's usual time per token"},
+      {"run.slow_factor_ratio", "ratio", "median over the slow requests of their time per token over their model's usual time per token"},
+      {"run.slow_runs_count", "count", "runs of slow requests in a row in each model's own order, added up (models with two slow and two usual requests or more)"},
+      {"run.slow_runs_expected_count", "count", "the runs the same slow requests would make if each were slow by chance, in a random order (from 20 requests)"},
+      {"run.slow_runs_sd_count", "count", "that number's standard deviation"},
+      {"run.replicas_count", "count", "replicas the answers named in x-served-by, x-replica, fly-instance or x-backend-server"},
+      {"run.slow_replica_share_ratio", "ratio", "with two named replicas or more: the share of slow requests on the replica with the most of them"},
+      {"run.slow_elsewhere_share_low_ratio", "ratio", "the 95 % lower bound (Wilson) of the share of slow requests on the other replicas"},
       // The run's own tail of time to first token (run/runner.cpp).
       {"run.ttft_tail_samples_count", "count",
        "requests of shapes sent three times or more, one stream at a time, held against their shape's median TTFT (the run's first request and those after idle gaps aside)"},
@@ -81,7 +89,9 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.gateway_overhead_p50_ms", "ms", "median x-litellm-overhead-duration-ms: the time LiteLLM's proxy says it added"},
       {"run.gateway_cache_hits_count", "count", "answers Cloudflare AI Gateway served from its cache (cf-aig-cache-status: HIT)"},
       {"run.deployment_utilization_max_ratio", "ratio", "highest azure-openai-deployment-utilization: the Azure deployment's load"},
-      {"run.ratelimit_remaining_tokens_min_count", "count", "lowest x-ratelimit-remaining-tokens: the token budget left in the window"},
+      {"run.ratelimit_remaining_tokens_min_count", "count",
+       "lowest x-ratelimit-remaining-tokens (anthropic-ratelimit-tokens-remaining): the token budget left in the window"},
+      {"run.ratelimit_limit_tokens_count", "count", "x-ratelimit-limit-tokens (anthropic-ratelimit-tokens-limit): the account's tokens-per-minute quota"},
       // The engine's own /metrics, scraped before and after each check (run/engine_metrics.h).
       {"run.engine_scrapes_count", "count", "scrapes of the engine's /metrics that were read"},
       {"run.engine_waiting_max_count", "count", "most requests the engine had waiting at any scrape"},
@@ -105,6 +115,8 @@ const std::vector<MetricInfo>& run_metrics() {
       {"run.workload_decode_ms", "ms", "decode of its output: that time per token times the tokens after the first"},
       {"run.workload_queue_ms", "ms", "mean wait for a slot at the concurrency check's level nearest its streams"},
       {"run.workload_total_ms", "ms", "its end-to-end time alone: the first token at its prompt, and decode (the queue comes on top)"},
+      {"run.workload_tokens_per_min_count", "count",
+       "tokens a minute it needs at its streams, back to back: streams x (prompt + output tokens) x 60,000 / its total ms"},
   };
   return k;
 }

@@ -34,6 +34,11 @@ const CheckInfo kInfo{
      {"sweep.prefill_overhead_ms", "ms", "fitted TTFT at zero prompt tokens"},
      {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
      {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
+     {"sweep.prefill_growth_ms_per_1k_tokens", "ms",
+      "when TTFT grows faster than a line (a quadratic fits, its term beyond twice the points' scatter at the largest "
+      "prompt): how much each prompt token's cost grows per 1,000 tokens of prompt, TTFT = a + (b + this x P / 1000) x P"},
+     {"sweep.prefill_quad_ms_per_token", "ms", "that curve's cost per prompt token at a short prompt (b)"},
+     {"sweep.prefill_quad_overhead_ms", "ms", "that curve's TTFT at zero prompt tokens (a)"},
      {"sweep.hidden_reasoning_count", "count",
       "prefill requests whose answer came after reasoning tokens that never arrived: their first token times the "
       "reasoning too, so no prefill is fitted"},
@@ -65,7 +70,12 @@ class SweepCheck final : public Check {
         max_tokens_(o.get_number_list(kInfo.id, "max_tokens", "1,32,128,512", 1, 1000000)),
         repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
         decode_prompt_(o.get_int(kInfo.id, "decode_prompt_tokens", 32, 1, 100000)),
-        prefill_max_tokens_(o.get_int(kInfo.id, "prefill_max_tokens", 16, 1, 100000)) {}
+        prefill_max_tokens_(o.get_int(kInfo.id, "prefill_max_tokens", 16, 1, 100000)) {
+    // The reference request's prompt (--workload prompt=P): a size beyond the sweep's largest is
+    // sent too, so a finding at that length is measured there and not extrapolated.
+    const double reach = o.get_int(kInfo.id, "workload_prompt_tokens", 0, 0, 2000000);
+    if (!prompts_.empty() && reach > prompts_.back()) prompts_.push_back(reach);
+  }
   const CheckInfo& info() const override { return kInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
@@ -154,6 +164,14 @@ class SweepCheck final : public Check {
       out.set("prefill_ms_per_token", f->slope);
       out.set("prefill_overhead_ms", f->intercept);
       out.set("prefill_fit_r2_ratio", f->r2);
+      // Faster than a line (attention's quadratic term, KV-cache pressure, preemption): the curve is
+      // kept when its quadratic term at the largest prompt is over twice the points' scatter
+      // around it, the line fit's own bar for a measurable slope.
+      if (const auto q = stats::quadratic_fit(px, py); q && q->c > 0 && largest && q->c * *largest * *largest > 2 * q->max_residual) {
+        out.set("prefill_growth_ms_per_1k_tokens", q->c * 1000);
+        out.set("prefill_quad_ms_per_token", q->b);
+        out.set("prefill_quad_overhead_ms", q->a);
+      }
     }
     if (!tpot_first.empty()) {
       const double lo = *stats::median(tpot_first), hi = *stats::median(tpot_largest);

@@ -22,6 +22,26 @@ std::string request_id_of(const http::Response& r) {
   return {};
 }
 
+// The quota a 429 names. Its words first: OpenAI's "on tokens per min (TPM)" and "requests per
+// min (RPM)", Anthropic's "input tokens per minute" and the like. Else its headers: the budget
+// that is spent (x-ratelimit-remaining-tokens: 0; anthropic-ratelimit-*-tokens-remaining: 0).
+std::string quota_named(const std::string& said_lower, const http::Response& r) {
+  for (const char* w : {"tokens per min", "(tpm)", "token rate limit", "tokens per day", "(tpd)"})
+    if (said_lower.find(w) != std::string::npos) return "tokens";
+  for (const char* w : {"requests per min", "(rpm)", "requests per day", "(rpd)"})
+    if (said_lower.find(w) != std::string::npos) return "requests";
+  const auto spent = [&](const char* name) {
+    const auto v = r.header(name);
+    return v && !v->empty() && std::strtod(v->c_str(), nullptr) <= 0 && (*v)[0] >= '0' && (*v)[0] <= '9';
+  };
+  for (const char* name : {"x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining",
+                           "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-output-tokens-remaining"})
+    if (spent(name)) return "tokens";
+  for (const char* name : {"x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"})
+    if (spent(name)) return "requests";
+  return {};
+}
+
 void fail(RequestSample& s, core::ErrorCode code, std::string message, std::string phase) {
   s.ok = false;
   s.error = std::string(core::error_info(code).token);
@@ -77,6 +97,8 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
     } else if (r.http_status == 529 || (r.http_status == 503 && (said.find("overload") != std::string::npos ||
                                                                   said.find("capacity") != std::string::npos)))
       s.overloaded = true;
+    else if (r.http_status == 429)
+      s.quota = quota_named(said, r);
   }
 
   if (stream == nullptr) {
@@ -214,6 +236,7 @@ void visit_fields(Sample& s, F&& f) {
   f("refused_parameter", s.refused_parameter);
   f("model_loading", s.model_loading);
   f("overloaded", s.overloaded);
+  f("quota", s.quota);
   f("loading_estimate_s", s.loading_estimate_s);
   f("loading_wait_ms", s.loading_wait_ms);
   f("loading_answers_count", s.loading_answers);

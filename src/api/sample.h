@@ -44,6 +44,9 @@ struct RequestSample {
   // A 503 that says the provider is overloaded (OpenAI's "overloaded", "capacity"), or Anthropic's
   // 529 overloaded_error: a pool shedding load, not this account's quota (429) nor a model loading.
   bool overloaded = false;
+  // A 429's quota, as its words or its headers name it: "tokens" (tokens per minute: OpenAI's TPM,
+  // Anthropic's input or output tokens) or "requests" (requests per minute); empty when neither.
+  std::string quota;
   std::optional<double> loading_estimate_s;
   // On the answer that came after such waits: the time from the first try's start to this try's
   // start, and how many "loading" answers came before it. The cold start the request paid.

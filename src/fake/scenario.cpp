@@ -109,6 +109,7 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   Reader r(j, path, err);
   r.get("overhead_ms", m.overhead_ms, 0, kMaxMs);
   r.get("prefill_ms_per_token", m.prefill_ms_per_token, 0, 1e4);
+  r.get("prefill_growth_ms_per_1k_tokens", m.prefill_growth_ms_per_1k_tokens, 0, 1e4);
   r.get("prefix_cache_block_tokens", m.prefix_cache_block_tokens, 0, 1e5);
   r.get("context_tokens", m.context_tokens, 0, 1e8);
   r.get("decode_ms_per_token", m.decode_ms_per_token, 0, 1e5);
@@ -138,8 +139,16 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   r.get("slow_every_s", m.slow_every_s, 0, 86400);
   r.get("slow_for_s", m.slow_for_s, 0, 86400);
   r.get("slow_factor", m.slow_factor, 1, 1000);
+  if (const json* rp = r.child("replicas")) {
+    Reader c(*rp, path + ".replicas", err);
+    c.get("count", m.replicas, 1, 1000);
+    c.get("slow_factor", m.slow_replica_factor, 1, 1000);
+    c.get_string("header", m.replica_header);
+    c.no_unknown_keys();
+  }
   r.get("bucket_size", m.bucket_size, 0, 1e6);
   r.get("bucket_per_s", m.bucket_per_s, 0, 1e6);
+  r.get("tokens_per_min", m.tokens_per_min, 0, 1e9);
   r.get("reasoning_tokens", m.reasoning_tokens, 0, 1e6);
   r.get_bool("reasoning_visible", m.reasoning_visible);
   if (const json* rs = r.child("rejects")) {

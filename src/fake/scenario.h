@@ -37,6 +37,10 @@ const std::vector<std::string>& fault_kinds();
 struct ModelSpec {
   double overhead_ms = 0;            // fixed time before the first token
   double prefill_ms_per_token = 0;   // per prompt token
+  // Prefill that grows faster than linearly (attention's quadratic term, KV-cache pressure): each
+  // prompt token costs this much more per 1,000 tokens of prompt, so the prefill of P tokens is
+  // (prefill_ms_per_token + this x P / 1000) x P.
+  double prefill_growth_ms_per_1k_tokens = 0;
   // Prefix caching, as vLLM's and SGLang's block caches and llama.cpp's cache_prompt do: the
   // longest prefix (in whole blocks of this many tokens) shared with an earlier prompt to this
   // model costs no prefill and is reported as usage.prompt_tokens_details.cached_tokens
@@ -82,11 +86,23 @@ struct ModelSpec {
   double slow_every_s = 0;
   double slow_for_s = 0;
   double slow_factor = 1;
+  // An L7 balancer over `replicas` copies of the model, each request sent to one drawn at random
+  // (from the seed); the first runs slow_replica_factor times slower, to the first token and per
+  // token (a throttled or older GPU). The slowness follows the request, not the clock. With
+  // replica_header, each answer names its replica ("replica-1" ...), as x-served-by does.
+  int replicas = 0;
+  double slow_replica_factor = 1;
+  std::string replica_header;
   // A token bucket of requests: bucket_size at once, refilled at bucket_per_s; a request finding
   // it empty is refused with 429, Retry-After and retry-after-ms saying when a token is back.
   // Steady traffic under the rate never meets it; a burst does. 0 = no bucket.
   double bucket_size = 0;
   double bucket_per_s = 0;
+  // A quota of tokens per minute, as OpenAI's TPM: a bucket of tokens_per_min refilled at
+  // tokens_per_min / 60 a second; each request takes its prompt tokens plus max_tokens. A request
+  // that does not fit is refused with 429 "on tokens per min (TPM)", in OpenAI's words, with
+  // Retry-After; every answer carries x-ratelimit-limit-tokens and x-ratelimit-remaining-tokens.
+  double tokens_per_min = 0;
   // Reasoning: the model thinks this many tokens, at its decode speed, before its answer; usage
   // counts them in completion_tokens (completion_tokens_details.reasoning_tokens). Hidden, as
   // OpenAI's reasoning models do, unless reasoning_visible streams them first as reasoning_content

@@ -169,6 +169,8 @@ struct ModelState {
   Clock::time_point slow_origin;  // the start of a slow_every_s period
   double bucket_tokens = 0;       // requests left in the token bucket, as of bucket_at
   Clock::time_point bucket_at;
+  double quota_tokens = 0;  // tokens left of the per-minute quota, as of quota_at
+  Clock::time_point quota_at;
   std::optional<Clock::time_point> loaded_at;  // a load under way (cold_loading_s) ends then
 };
 
@@ -221,6 +223,25 @@ std::optional<double> bucket_refusal(ModelState& st, Clock::time_point now) {
     return std::nullopt;
   }
   return (1 - st.bucket_tokens) / spec.bucket_per_s;
+}
+
+// The quota of tokens per minute: takes a request's tokens, or says how many seconds until they
+// fit. `left` is what remains after.
+std::optional<double> quota_refusal(ModelState& st, Clock::time_point now, double cost, double& left) {
+  const ModelSpec& spec = st.spec;
+  if (spec.tokens_per_min <= 0) return std::nullopt;
+  std::lock_guard lock(st.mu);
+  const double per_s = spec.tokens_per_min / 60.0;
+  const double dt = std::chrono::duration<double>(now - st.quota_at).count();
+  st.quota_tokens = std::min(spec.tokens_per_min, st.quota_tokens + std::max(0.0, dt) * per_s);
+  st.quota_at = now;
+  if (st.quota_tokens >= cost) {
+    st.quota_tokens -= cost;
+    left = st.quota_tokens;
+    return std::nullopt;
+  }
+  left = st.quota_tokens;
+  return (std::min(cost, spec.tokens_per_min) - st.quota_tokens) / per_s;
 }
 
 // The prompt's words (the fake's tokens) across its messages, in order.
@@ -634,6 +655,23 @@ struct Server::Impl {
       headers.emplace_back("retry-after-ms", std::to_string(static_cast<long long>(std::ceil(*wait_s * 1000))));
       return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
     }
+    if (spec.tokens_per_min > 0) {
+      const double cost = static_cast<double>(prompt_tokens) + max_tokens;
+      double left = 0;
+      const auto wait_s = quota_refusal(st, arrived, cost, left);
+      headers.emplace_back("x-ratelimit-limit-tokens", std::to_string(static_cast<long long>(spec.tokens_per_min)));
+      headers.emplace_back("x-ratelimit-remaining-tokens", std::to_string(static_cast<long long>(left)));
+      if (wait_s) {
+        char said[256];
+        std::snprintf(said, sizeof said,
+                      "Rate limit reached for %s in organization org-fake on tokens per min (TPM): Limit %.0f, Used %.0f, "
+                      "Requested %.0f. Please try again in %.3fs.",
+                      model.c_str(), spec.tokens_per_min, spec.tokens_per_min - left, cost, *wait_s);
+        headers.emplace_back("retry-after", std::to_string(static_cast<long long>(std::ceil(*wait_s))));
+        headers.emplace_back("retry-after-ms", std::to_string(static_cast<long long>(std::ceil(*wait_s * 1000))));
+        return reply_error(429, model, said, "tokens", "rate_limit_exceeded");
+      }
+    }
     if (const auto left_s = loading_left_s(st, arrived)) {
       record(served_entry(model, arrived, 503, rid, req.body().size()), req, body);
       char estimate[32];
@@ -732,10 +770,17 @@ struct Server::Impl {
     const auto admitted = waited ? Clock::now() : parsed_at;
     const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
     const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
-    const double slow = slowdown(st, arrived, spec.tail_fraction > 0 ? uniform01() : 1.0);
+    double slow = slowdown(st, arrived, spec.tail_fraction > 0 ? uniform01() : 1.0);
+    if (spec.replicas > 0) {
+      const int replica = std::min(spec.replicas - 1, static_cast<int>(uniform01() * spec.replicas));
+      if (replica == 0) slow *= spec.slow_replica_factor;
+      if (!spec.replica_header.empty()) headers.emplace_back(spec.replica_header, "replica-" + std::to_string(replica + 1));
+    }
     const double per_token_ms = slow * (spec.decode_ms_per_token + spec.decode_ms_per_1k_context * static_cast<double>(prompt_tokens) / 1000.0) *
                                 (1 + spec.batch_decode_penalty * (batch - 1));
-    const double first_ms = slow * (spec.overhead_ms + spec.prefill_ms_per_token * static_cast<double>(prompt_tokens - cached_tokens) +
+    const double fresh = static_cast<double>(prompt_tokens - cached_tokens);
+    const double first_ms = slow * (spec.overhead_ms +
+                                    (spec.prefill_ms_per_token + spec.prefill_growth_ms_per_1k_tokens * fresh / 1000.0) * fresh +
                                     jitter(spec.jitter_ms)) +
                             (cold ? spec.cold_penalty_ms : 0.0) + per_token_ms * spec.reasoning_tokens;
     const auto first_at = admitted + from_ms(std::max(0.0, first_ms));
@@ -991,6 +1036,8 @@ core::Result<std::unique_ptr<Server>> Server::start(Scenario scenario, ServerOpt
     st->last_done = Clock::now();
     st->slow_origin = st->last_done - from_ms(spec.slow_every_s > 0 ? impl->uniform01() * spec.slow_every_s * 1000.0 : 0.0);
     st->bucket_tokens = spec.bucket_size;
+    st->quota_tokens = spec.tokens_per_min;
+    st->quota_at = st->last_done;
     st->bucket_at = st->last_done;
     impl->models[name] = std::move(st);
   }

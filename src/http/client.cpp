@@ -465,6 +465,7 @@ bool is_kept_header(std::string_view n) {
       // Gateways' own: LiteLLM's time, Cloudflare AI Gateway's cache, Azure's deployment load and region.
       "x-litellm-overhead-duration-ms", "cf-aig-cache-status", "azure-openai-deployment-utilization", "x-ms-region"};
   if (std::find(kKept.begin(), kKept.end(), n) != kKept.end()) return true;
+  if (std::find(kReplicaHeaders.begin(), kReplicaHeaders.end(), n) != kReplicaHeaders.end()) return true;
   return n.rfind("x-ratelimit-", 0) == 0 || n.rfind("anthropic-ratelimit-", 0) == 0;
 }
 

@@ -3,6 +3,7 @@
 // loop. Per request it records libcurl's own phase timers (CURLINFO_*_TIME_T), its own
 // steady_clock stamps of the first response byte and of every body chunk, the headers that
 // identify or time a request, and what failed, in which phase, when something did.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -116,6 +117,10 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
 
 // Response headers worth keeping: ids and server-side timing signals of the common servers.
 bool is_kept_header(std::string_view lower_name);
+// Headers that name the replica behind a balancer that served a request (Fastly-style
+// x-served-by, Fly's fly-instance, ...), in the order they are read. All are kept.
+inline constexpr std::array<std::string_view, 4> kReplicaHeaders = {"x-served-by", "x-replica", "fly-instance",
+                                                                    "x-backend-server"};
 
 class Client {
  public:

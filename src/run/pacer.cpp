@@ -280,6 +280,7 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
     return;
   }
   if (s.http_status == 429) ++rate_limited_;
+  if (s.http_status == 429 && s.quota == "tokens") ++rate_limited_tokens_;
   if (s.overloaded) ++overloaded_;
   // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
   // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.

@@ -64,6 +64,8 @@ class Pacer final : public checks::ModelPort {
   int requests_spent() const { return spent_; }
   int cached_prompt_count() const { return cached_prompts_; }  // answers that reported cached prompt tokens
   int rate_limited_count() const { return rate_limited_; }
+  // Of those 429s, the ones that named the token quota (api::RequestSample::quota).
+  int rate_limited_tokens_count() const { return rate_limited_tokens_; }
   // Time spent waiting out Retry-After and backoff after 429s.
   double retry_wait_ms() const { return retry_wait_ms_; }
   // Answers that said the provider is overloaded (api::RequestSample::overloaded), and the waits
@@ -100,6 +102,7 @@ class Pacer final : public checks::ModelPort {
   http::Client http_;
   int spent_ = 0;
   int rate_limited_ = 0;
+  int rate_limited_tokens_ = 0;
   double retry_wait_ms_ = 0;
   int overloaded_ = 0;
   double overload_wait_ms_ = 0;

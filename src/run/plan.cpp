@@ -82,6 +82,7 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
   auto workload = parse_workload(o.workload);
   if (!workload.ok()) return workload.error();
   plan.workload = workload.value();
+  if (!o.workload.empty()) plan.options.set("sweep.workload_prompt_tokens", std::to_string(plan.workload.prompt_tokens));
   if (auto st = validate(plan); !st.ok()) return st.error();
   return plan;
 }

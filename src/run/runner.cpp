@@ -63,6 +63,14 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
 // ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
 // shape: the target model's time per token less what its context adds (the sweep's slope per
 // 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
+// The replica a header named ("x-served-by replica-2"), or "".
+std::string replica_of(const api::RequestSample& s) {
+  for (const auto name : http::kReplicaHeaders)
+    if (auto it = s.headers.find(std::string(name)); it != s.headers.end() && !it->second.empty())
+      return std::string(name) + " " + it->second;
+  return {};
+}
+
 stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
   double per_context_token_ms = 0;
   for (const auto& c : checks)
@@ -80,7 +88,7 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks,
       if (!at) continue;
       double tpot = *s.tpot_ms;
       if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
-      points.push_back({*at, s.model, std::max(0.0, tpot)});
+      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s)});
     }
   }
   return stats::read_series(std::move(points));
@@ -140,7 +148,7 @@ std::map<std::string, double> overload_metrics(const std::vector<checks::CheckRe
 
 // What gateways say of themselves in their response headers, over the run's model requests.
 std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckResult>& checks) {
-  std::vector<double> overhead, utilization, remaining;
+  std::vector<double> overhead, utilization, remaining, limit;
   int cache_hits = 0;
   const auto number = [](const std::string& v) -> std::optional<double> {
     char* end = nullptr;
@@ -160,14 +168,19 @@ std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckRes
       if (auto* v = h("cf-aig-cache-status"); v && core::lower(*v) == "hit") ++cache_hits;
       if (auto* v = h("azure-openai-deployment-utilization"))  // a percentage, "12.5%"
         if (auto x = number(*v)) utilization.push_back(*x / 100.0);
-      if (auto* v = h("x-ratelimit-remaining-tokens"))
-        if (auto x = number(*v)) remaining.push_back(*x);
+      for (const char* name : {"x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining"})
+        if (auto* v = h(name))
+          if (auto x = number(*v)) remaining.push_back(*x);
+      for (const char* name : {"x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"})
+        if (auto* v = h(name))
+          if (auto x = number(*v); x && *x > 0) limit.push_back(*x);
     }
   std::map<std::string, double> m;
   if (auto v = stats::median(overhead)) m["run.gateway_overhead_p50_ms"] = *v;
   m["run.gateway_cache_hits_count"] = cache_hits;
   if (!utilization.empty()) m["run.deployment_utilization_max_ratio"] = *std::max_element(utilization.begin(), utilization.end());
   if (!remaining.empty()) m["run.ratelimit_remaining_tokens_min_count"] = *std::min_element(remaining.begin(), remaining.end());
+  if (!limit.empty()) m["run.ratelimit_limit_tokens_count"] = *std::min_element(limit.begin(), limit.end());
   return m;
 }
 
@@ -194,6 +207,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   out.run_metrics["run.tls_failed_count"] = count({"tls_failed"});
   out.run_metrics["run.tls_verify_off"] = ctx.target().scheme == "https" && ctx.endpoint().tls.insecure ? 1 : 0;
   out.run_metrics["run.rate_limited_count"] = pacer.rate_limited_count();
+  out.run_metrics["run.rate_limited_tokens_count"] = pacer.rate_limited_tokens_count();
   // A provider that caches prompts is a fact of the endpoint: every prompt of the run was unique,
   // so what it served from cache was the shared chat template or an earlier identical prompt.
   out.run_metrics["run.cached_prompts_count"] = pacer.cached_prompt_count();
@@ -214,7 +228,28 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   if (series.slow_share && series.slow_excess_ms_per_token)
     out.run_metrics["run.slow_tpot_excess_ms_per_token"] = *series.slow_excess_ms_per_token;
   if (series.slow_share && series.period_s) out.run_metrics["run.slow_period_s"] = *series.period_s;
+  if (series.slow_share && series.slow_factor) out.run_metrics["run.slow_factor_ratio"] = *series.slow_factor;
+  if (series.runs_expected) {
+    out.run_metrics["run.slow_runs_count"] = static_cast<double>(series.runs);
+    out.run_metrics["run.slow_runs_expected_count"] = *series.runs_expected;
+    out.run_metrics["run.slow_runs_sd_count"] = *series.runs_sd;
+  }
+  if (series.slow_share) out.run_metrics["run.replicas_count"] = static_cast<double>(series.replicas.size());
+  if (series.slow_share && series.worst_replica_share) {
+    out.run_metrics["run.slow_replica_share_ratio"] = *series.worst_replica_share;
+    out.run_metrics["run.slow_elsewhere_share_low_ratio"] = *series.elsewhere_share_low;
+  }
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
+  // The tokens a minute the reference request needs at its concurrency, back to back: what a
+  // tokens-per-minute quota is held against.
+  {
+    const auto& m = out.run_metrics;
+    const auto t = m.find("run.workload_total_ms"), streams = m.find("run.workload_concurrency_count"),
+               prompt = m.find("run.workload_prompt_tokens_count"), output = m.find("run.workload_output_tokens_count");
+    if (t != m.end() && t->second > 0 && streams != m.end() && prompt != m.end() && output != m.end())
+      out.run_metrics["run.workload_tokens_per_min_count"] =
+          streams->second * (prompt->second + output->second) * 60000.0 / t->second;
+  }
   for (const auto& [k, v] : gateway_metrics(out.checks)) out.run_metrics[k] = v;
   for (const auto& [k, v] : ttft_tail_metrics(out.checks)) out.run_metrics[k] = v;
   if (const EngineScraper* e = side.engine) {
@@ -350,7 +385,8 @@ CauseSignal signal_of(const std::string& cause) {
     return {"time to first token", field(&S::ttft_ms)};
   if (cause == "overloaded")
     return {"shed first", [](const S& s) -> std::optional<double> { return s.overloaded ? 1.0 : 0.0; }};
-  if (cause == "decode_bound" || cause == "model_specific") return {"time per output token", field(&S::tpot_ms)};
+  if (cause == "decode_bound" || cause == "model_specific" || cause == "slow_replica")
+    return {"time per output token", field(&S::tpot_ms)};
   if (cause == "network_rtt") return {"connect time", field(&S::connect_ms)};
   if (cause == "dns_slow") return {"DNS time", field(&S::dns_ms)};
   if (cause == "tls_slow") return {"TLS time", field(&S::tls_ms)};
@@ -482,6 +518,26 @@ std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::
 
 void rank(std::vector<rules::Finding>& findings) { rules::sort_findings(findings); }
 
+namespace {
+// What a provider needs to find a slow replica: the replicas the answers named, with how many of
+// their requests were slow, and request ids on each side.
+std::string replica_places(const stats::SeriesReading& series) {
+  constexpr std::size_t kIds = 5;
+  std::string out;
+  for (const auto& [name, c] : series.replicas)
+    out += (out.empty() ? "" : "; ") + name + ": " + std::to_string(c.slow) + " of " + std::to_string(c.requests) + " slow";
+  const auto ids = [&](const char* label, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    std::vector<std::string> first(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(kIds, v.size())));
+    out += (out.empty() ? "" : "; ") + std::string(label) + " request ids " + core::join(first, ", ") +
+           (v.size() > kIds ? " and " + std::to_string(v.size() - kIds) + " more" : "");
+  };
+  ids("slow", series.slow_ids);
+  ids("usual", series.usual_ids);
+  return out;
+}
+}  // namespace
+
 void name_places(RunResult& r) {
   constexpr std::size_t kPerHeader = 2;
   std::string where;
@@ -502,9 +558,11 @@ void name_places(RunResult& r) {
       if (loading.empty() && !ls.sample.loading_said.empty())
         loading = "it answered " + std::to_string(ls.sample.loading_answers) + " time" + (ls.sample.loading_answers == 1 ? "" : "s") +
                   " first: " + ls.sample.loading_said;
+  const std::string replicas = replica_places(read_series(r.checks, r.models.target));
   for (auto& f : r.diagnosis) {
     if (f.scope == "intermediary") f.where = where;
     if (f.cause == "cold_start") f.where = loading;
+    if (f.cause == "slow_replica") f.where = replicas;
   }
 }
 

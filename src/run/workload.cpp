@@ -87,10 +87,13 @@ std::map<std::string, double> price_workload(const Workload& w, const std::vecto
   if (rtt) out["run.workload_network_ms"] = *rtt;
   // The first token: the prefill fit at P where the sweep ran, else the baseline's short prompt.
   std::optional<double> first;
-  const auto slope = metric(checks, "sweep", "prefill_ms_per_token");
-  const auto intercept = metric(checks, "sweep", "prefill_overhead_ms");
+  // Where TTFT grew faster than a line, the sweep's curve: each prompt token costs more the longer
+  // the prompt, (b + growth x P / 1000) x P.
+  const auto growth = metric(checks, "sweep", "prefill_growth_ms_per_1k_tokens");
+  const auto slope = growth ? metric(checks, "sweep", "prefill_quad_ms_per_token") : metric(checks, "sweep", "prefill_ms_per_token");
+  const auto intercept = growth ? metric(checks, "sweep", "prefill_quad_overhead_ms") : metric(checks, "sweep", "prefill_overhead_ms");
   if (slope && intercept) {
-    const double prefill = std::max(0.0, *slope) * prompt;
+    const double prefill = std::max(0.0, *slope + growth.value_or(0.0) * prompt / 1000.0) * prompt;
     out["run.workload_prefill_ms"] = prefill;
     out["run.workload_overhead_ms"] = std::max(0.0, *intercept - rtt.value_or(0.0));
     first = std::max(0.0, *intercept) + prefill;

@@ -4,7 +4,8 @@
 // run's measured terms, each evaluated at that shape:
 //   network   one round trip (the request out, its first byte back on a kept-alive connection)
 //   overhead  the prefill fit's intercept less that round trip: the server's fixed cost
-//   prefill   the fitted cost per prompt token times P
+//   prefill   the fitted cost per prompt token times P; where TTFT grew faster than a line, the
+//             sweep's curve at P (each token costing more the longer the prompt)
 //   decode    time per output token at a context of P (the short-prompt median, plus the sweep's
 //             growth per 1,000 tokens of context) times O - 1
 //   queue     the concurrency check's mean wait for a slot at the measured level nearest C

@@ -8,6 +8,45 @@
 
 namespace infdoctor::stats {
 
+std::optional<QuadraticFit> quadratic_fit(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::size_t n = std::min(x.size(), y.size());
+  std::vector<double> distinct(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() < 4) return std::nullopt;
+  // In units of the largest x, so the normal equations stay well conditioned.
+  const double scale = std::max(std::abs(distinct.front()), std::abs(distinct.back()));
+  if (!(scale > 0)) return std::nullopt;
+  double m[3][4] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    const double u = x[i] / scale, p[3] = {1, u, u * u};
+    for (int r = 0; r < 3; ++r) {
+      for (int k = 0; k < 3; ++k) m[r][k] += p[r] * p[k];
+      m[r][3] += p[r] * y[i];
+    }
+  }
+  for (int col = 0; col < 3; ++col) {  // Gaussian elimination with partial pivoting
+    int pivot = col;
+    for (int r = col + 1; r < 3; ++r)
+      if (std::abs(m[r][col]) > std::abs(m[pivot][col])) pivot = r;
+    if (std::abs(m[pivot][col]) < 1e-12) return std::nullopt;
+    for (int k = 0; k < 4; ++k) std::swap(m[col][k], m[pivot][k]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == col) continue;
+      const double f = m[r][col] / m[col][col];
+      for (int k = col; k < 4; ++k) m[r][k] -= f * m[col][k];
+    }
+  }
+  QuadraticFit f;
+  f.a = m[0][3] / m[0][0];
+  f.b = m[1][3] / m[1][1] / scale;
+  f.c = m[2][3] / m[2][2] / (scale * scale);
+  f.count = n;
+  for (std::size_t i = 0; i < n; ++i)
+    f.max_residual = std::max(f.max_residual, std::abs(y[i] - (f.a + f.b * x[i] + f.c * x[i] * x[i])));
+  return f;
+}
+
 std::optional<double> median(std::vector<double> v) {
   if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());

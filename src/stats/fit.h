@@ -26,6 +26,16 @@ struct LineFit {
 // Needs at least two distinct x values; nothing otherwise.
 std::optional<LineFit> theil_sen(const std::vector<double>& x, const std::vector<double>& y);
 
+// y = a + b x + c x^2 by least squares, for a cost that grows faster than linearly (attention's
+// quadratic term in prefill). max_residual is the largest distance of a point from the curve.
+// Needs four distinct x values or more (three fit any curve exactly); nothing otherwise.
+struct QuadraticFit {
+  double a = 0, b = 0, c = 0;
+  double max_residual = 0;
+  std::size_t count = 0;
+};
+std::optional<QuadraticFit> quadratic_fit(const std::vector<double>& x, const std::vector<double>& y);
+
 std::optional<double> median(std::vector<double> v);
 // Scaled MAD; 0 for fewer than two values.
 double mad(const std::vector<double>& v);

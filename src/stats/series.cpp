@@ -9,6 +9,12 @@
 
 namespace infdoctor::stats {
 
+double wilson_low(double k, double n) {
+  if (n <= 0) return 0;
+  const double p = k / n, z = 1.96;
+  return std::max(0.0, (p + z * z / (2 * n) - z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n));
+}
+
 SeriesReading read_series(std::vector<SeriesPoint> points) {
   SeriesReading out;
   points.erase(std::remove_if(points.begin(), points.end(), [](const SeriesPoint& p) { return !(p.tpot_ms > 0); }),
@@ -26,7 +32,7 @@ SeriesReading read_series(std::vector<SeriesPoint> points) {
   }
   std::stable_sort(points.begin(), points.end(), [](const SeriesPoint& a, const SeriesPoint& b) { return a.at_s < b.at_s; });
   out.span_s = points.back().at_s - points.front().at_s;
-  std::vector<double> excess;
+  std::vector<double> excess, factors;
   struct Episode {
     double start = 0;
     std::size_t requests = 0;
@@ -36,9 +42,15 @@ SeriesReading read_series(std::vector<SeriesPoint> points) {
   for (const auto& p : points) {
     const double t = typical[p.model];
     const bool slow = by_model[p.model].size() >= 3 && p.tpot_ms >= kSlowFactor * t;
+    if (!p.id.empty()) (slow ? out.slow_ids : out.usual_ids).push_back(p.id);
+    if (!p.replica.empty()) {
+      ++out.replicas[p.replica].requests;
+      if (slow) ++out.replicas[p.replica].slow;
+    }
     if (slow) {
       ++out.slow;
       excess.push_back(p.tpot_ms - t);
+      if (t > 0) factors.push_back(p.tpot_ms / t);
       if (!in_episode) episodes.push_back({p.at_s, 0});
       ++episodes.back().requests;
     }
@@ -46,12 +58,42 @@ SeriesReading read_series(std::vector<SeriesPoint> points) {
   }
   out.episodes = episodes.size();
   if (out.samples >= kMinSamples) {
-    const double n = static_cast<double>(out.samples), p = static_cast<double>(out.slow) / n, z = 1.96;
-    out.slow_share = p;
-    out.slow_share_low = std::max(0.0, (p + z * z / (2 * n) - z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n))) /
-                                           (1 + z * z / n));
+    out.slow_share = static_cast<double>(out.slow) / static_cast<double>(out.samples);
+    out.slow_share_low = wilson_low(static_cast<double>(out.slow), static_cast<double>(out.samples));
   }
   if (!excess.empty()) out.slow_excess_ms_per_token = median(excess);
+  if (!factors.empty()) out.slow_factor = median(factors);
+  if (out.replicas.size() >= 2) {
+    auto worst = out.replicas.begin();
+    for (auto it = out.replicas.begin(); it != out.replicas.end(); ++it)
+      if (it->second.slow > worst->second.slow) worst = it;
+    std::size_t slow_elsewhere = 0, elsewhere = 0;
+    for (auto it = out.replicas.begin(); it != out.replicas.end(); ++it)
+      if (it != worst) {
+        slow_elsewhere += it->second.slow;
+        elsewhere += it->second.requests;
+      }
+    out.worst_replica_share = static_cast<double>(worst->second.slow) / static_cast<double>(worst->second.requests);
+    out.elsewhere_share_low = wilson_low(static_cast<double>(slow_elsewhere), static_cast<double>(elsewhere));
+  }
+  // Runs per model, against a random order of the same requests.
+  std::map<std::string, std::vector<bool>> order;
+  for (const auto& p : points) order[p.model].push_back(by_model[p.model].size() >= 3 && p.tpot_ms >= kSlowFactor * typical[p.model]);
+  double mean = 0, variance = 0;
+  bool any = false;
+  for (const auto& [_, slow] : order) {
+    const double n1 = static_cast<double>(std::count(slow.begin(), slow.end(), true)),
+                 n2 = static_cast<double>(slow.size()) - n1, n = n1 + n2;
+    if (n1 < 2 || n2 < 2) continue;
+    any = true;
+    for (std::size_t i = 0; i < slow.size(); ++i) out.runs += slow[i] && (i == 0 || !slow[i - 1]);
+    mean += n1 * (n2 + 1) / n;
+    variance += n1 * (n1 - 1) * n2 * (n2 + 1) / (n * n * (n - 1));
+  }
+  if (out.samples >= kMinSamples && any) {
+    out.runs_expected = mean;
+    out.runs_sd = std::sqrt(variance);
+  }
   // The period from episodes of two requests or more when there are three of those: a lone slow
   // request between them is the tail, not the pattern.
   std::vector<double> starts;

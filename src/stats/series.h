@@ -11,7 +11,18 @@
 //   episodes: slow requests in a row (in start order) form one episode; with three or more, the
 //   median gap between episode starts is the period (between episodes of two requests or more,
 //   when there are three of those: a lone slow request is more likely the tail).
+//   clustering: each model's slow requests in its own start order make runs (slow requests in a
+//   row); against them, the runs the same slow requests would make if each were slow by chance, in
+//   any order (the runs of a random arrangement: mean n1 (n2 + 1) / n, variance
+//   n1 (n1 - 1) n2 (n2 + 1) / (n^2 (n - 1)), n1 slow of n), summed over the models. Slowness that
+//   follows the clock (a neighbour's burst) makes far fewer runs than that; slowness that follows
+//   the request (one slow replica behind a balancer) makes about as many. Per model: two models
+//   are often served apart, each with its own neighbours.
+//   replicas: points that carry the replica that served them are counted per replica. A slow
+//   replica makes most of its requests slow and the others no more than a tail; a neighbour's
+//   bursts fall on every replica alike.
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +33,13 @@ struct SeriesPoint {
   double at_s = 0;  // start, seconds on any one clock
   std::string model;
   double tpot_ms = 0;
+  std::string id;       // the request id the provider sent, if any
+  std::string replica;  // the replica that served it, as a header named it ("x-served-by replica-2")
+};
+
+struct ReplicaCount {
+  std::size_t requests = 0;
+  std::size_t slow = 0;
 };
 
 struct SeriesReading {
@@ -33,7 +51,21 @@ struct SeriesReading {
   std::size_t episodes = 0;
   std::optional<double> period_s;  // median gap between episode starts, with three episodes or more
   double span_s = 0;               // first start to last
+  // Runs of slow requests in each model's own order, added up; and the runs the same requests
+  // would make slow by chance: mean and standard deviation, from kMinSamples on, over the models
+  // with two slow and two usual requests or more (those models' runs only).
+  std::size_t runs = 0;
+  std::optional<double> runs_expected, runs_sd;
+  std::optional<double> slow_factor;  // median over slow requests of tpot / their model's reference
+  std::vector<std::string> slow_ids, usual_ids;  // request ids in start order, where sent
+  std::map<std::string, ReplicaCount> replicas;  // by the replica a header named
+  // With two named replicas or more: the share of slow requests on the replica with the most of
+  // them, and the 95 % lower bound (Wilson) of that share over the other replicas' requests.
+  std::optional<double> worst_replica_share, elsewhere_share_low;
 };
+
+// The 95 % lower bound of a share k / n (Wilson score interval); 0 for n = 0.
+double wilson_low(double k, double n);
 
 inline constexpr double kSlowFactor = 2.0;
 inline constexpr std::size_t kMinSamples = 20;

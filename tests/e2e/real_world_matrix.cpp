@@ -230,9 +230,26 @@ const std::vector<Cause>& causes() {
                             (anthropic ? "529 overloaded_error" : "503 overloaded"),
                         {}, {}};
        }},
+      {"token_quota", "rate_limited", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double tpm = uniform(rng, 10000, 16000);  // under two of the sweep's 8,192-token prompts
+         b.target["tokens_per_min"] = tpm;
+         return Planted{"a quota of " + fmt("%.0f", tpm) + " tokens a minute (TPM)", {}, {}};
+       }},
+      {"long_context", "prefill_bound", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const double growth = uniform(rng, 0.02, 0.06);
+         b.target["prefill_growth_ms_per_1k_tokens"] = growth;
+         return Planted{"prefill grows " + fmt("%.3f", growth) + " ms a token per 1,000 tokens; workload prompt 12,000", {},
+                        {"--workload", "prompt=12000"}};
+       }},
       {"noisy_neighbour", "noisy_neighbour", false,
        [](std::mt19937_64& rng, Background& b) {
-         const double every = uniform(rng, 5, 30), duty = uniform(rng, 0.25, 0.5), factor = uniform(rng, 2.5, 5);
+         // Bursts as other tenants' jobs make them, tens of seconds: each holds three or more of a
+         // model's requests, slow ones included (up to 16 s each here). Shorter ones make runs of one
+         // or two slow requests, as chance does, and read as a slow replica (rules/README.md,
+         // replica.slow_replica).
+         const double every = uniform(rng, 40, 90), duty = uniform(rng, 0.4, 0.6), factor = uniform(rng, 2.5, 5);
          for (json* m : {&b.target, &b.small}) {
            (*m)["slow_every_s"] = every;
            (*m)["slow_for_s"] = duty * every;
@@ -240,6 +257,19 @@ const std::vector<Cause>& causes() {
          }
          return Planted{fmt("%.1f", factor) + "x slower for " + fmt("%.1f", duty * every) + " s of every " +
                             fmt("%.1f", every) + " s",
+                        {}, {}};
+       }},
+      {"slow_replica", "slow_replica", false,
+       [](std::mt19937_64& rng, Background& b) {
+         const int k = std::uniform_int_distribution<int>(2, 5)(rng);
+         const double factor = uniform(rng, 2.5, 4);
+         const bool named = uniform(rng, 0, 1) < 0.5;
+         for (json* m : {&b.target, &b.small}) {
+           (*m)["replicas"] = {{"count", k}, {"slow_factor", factor}};
+           if (named) (*m)["replicas"]["header"] = "x-served-by";
+         }
+         return Planted{"one replica of " + std::to_string(k) + " " + fmt("%.1f", factor) + "x slower" +
+                            (named ? ", named in x-served-by" : ""),
                         {}, {}};
        }},
       {"buffering", "buffering", false,

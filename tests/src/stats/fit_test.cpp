@@ -83,4 +83,23 @@ TEST_CASE("a slope is told from its noise: random flat data rarely passes for a 
   CHECK(exact->slope_noise == doctest::Approx(0));
 }
 
+TEST_CASE("quadratic fit: recovers a curve drawn at random under jitter, and needs four sizes") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int d = 0; d < 50; ++d) {
+    const double a = 20 + 100 * u(rng), b = 0.01 + 0.2 * u(rng), c = (0.01 + 0.05 * u(rng)) / 1000;
+    std::vector<double> x, y;
+    for (double p : {64.0, 512.0, 2048.0, 8192.0, 12000.0})
+      for (int rep = 0; rep < 2; ++rep) {
+        x.push_back(p);
+        y.push_back(a + b * p + c * p * p + 12 * (u(rng) - 0.5));  // +-6 ms of jitter
+      }
+    const auto f = quadratic_fit(x, y);
+    REQUIRE(f);
+    CHECK(f->c == doctest::Approx(c).epsilon(0.1));
+    CHECK(f->max_residual < 12);
+  }
+  CHECK_FALSE(quadratic_fit({1, 2, 3, 1, 2, 3}, {1, 4, 9, 1, 4, 9}));  // three sizes fit any curve
+}
+
 }  // namespace infdoctor::stats

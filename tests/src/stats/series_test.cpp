@@ -22,7 +22,7 @@ std::vector<SeriesPoint> run_of(std::mt19937& rng, int n, double spacing, Slow s
     const bool target = i % 3 != 0;
     const double base = target ? 24 : 7;
     double tail = u(rng) < 0.02 ? 3.0 : 1.0;  // a heavy tail: 2 % of requests three times slower
-    out.push_back({t, target ? "big" : "small", base * jitter(rng) * tail * slow(t)});
+    out.push_back({t, target ? "big" : "small", base * jitter(rng) * tail * slow(t), "", ""});
     t += gap(rng);
   }
   return out;
@@ -71,12 +71,63 @@ TEST_CASE("series: periodic slowdowns, period 5-30 s, 20-50 % of the time, 2.5-6
 
 TEST_CASE("series: too few requests give no share, and failed or token-less points are left out") {
   std::vector<SeriesPoint> pts;
-  for (int i = 0; i < 19; ++i) pts.push_back({static_cast<double>(i), "m", i % 2 ? 10.0 : 40.0});
-  pts.push_back({20, "m", 0});  // no time per token: not a point
+  for (int i = 0; i < 19; ++i) pts.push_back({static_cast<double>(i), "m", i % 2 ? 10.0 : 40.0, "", ""});
+  pts.push_back({20, "m", 0, "", ""});  // no time per token: not a point
   const auto r = read_series(pts);
   CHECK(r.samples == 19);
   CHECK_FALSE(r.slow_share.has_value());
   CHECK(r.slow > 0);
+}
+
+}  // namespace infdoctor::stats
+
+namespace infdoctor::stats {
+namespace {
+const double kZ = 2.326;  // the rules' bar: a one-sided test at 1 %
+bool clustered(const SeriesReading& r) {
+  return r.runs_expected && static_cast<double>(r.runs) < *r.runs_expected - kZ * *r.runs_sd;
+}
+}  // namespace
+
+TEST_CASE("series: bursts that follow the clock make fewer runs than chance; a slow replica makes about as many") {
+  // Bursts as neighbours make them: 20-60 s apart, 20-50 % of the time, over a run of three
+  // periods; two models with their own clocks. A replica: one of 2-5, each request sent to one at
+  // random. The same 60 requests either way (two in three of the target model).
+  std::mt19937 rng(43);
+  int bursts_clustered = 0, replicas_clustered = 0, bursts = 0, replicas = 0;
+  for (int d = 0; d < 200; ++d) {
+    const double period = std::uniform_real_distribution<double>(20, 60)(rng);
+    const double duty = std::uniform_real_distribution<double>(0.2, 0.5)(rng);
+    const double factor = std::uniform_real_distribution<double>(2.5, 6)(rng);
+    const double phase_big = std::uniform_real_distribution<double>(0, period)(rng);
+    const double phase_small = std::uniform_real_distribution<double>(0, period)(rng);
+    const double span = 3 * period;
+    const int n = 60;
+    auto points = run_of(rng, n, span / n, [](double) { return 1.0; });
+    for (auto& p : points)
+      if (std::fmod(p.at_s + (p.model == "big" ? phase_big : phase_small), period) < duty * period) p.tpot_ms *= factor;
+    // A burst that holds fewer than three of the target's requests makes runs of one or two slow
+    // requests, as chance does: order cannot tell it from a slow replica. Those are left out.
+    const double held = duty * period / (1.5 * span / n);
+    const auto burst = read_series(points);
+    if (burst.slow_share_low && *burst.slow_share_low > 0.05 && held >= 3) {
+      ++bursts;
+      bursts_clustered += clustered(burst);
+    }
+    const int k = std::uniform_int_distribution<int>(2, 5)(rng);
+    std::uniform_int_distribution<int> pick(0, k - 1);
+    const auto replica = read_series(run_of(rng, n, span / n, [&](double) { return pick(rng) == 0 ? factor : 1.0; }));
+    if (replica.slow_share_low && *replica.slow_share_low > 0.05) {
+      ++replicas;
+      replicas_clustered += clustered(replica);
+    }
+  }
+  MESSAGE("bursts clustered " << bursts_clustered << " of " << bursts << "; replicas clustered " << replicas_clustered
+                              << " of " << replicas);
+  CHECK(bursts >= 150);
+  CHECK(replicas >= 150);
+  CHECK(bursts_clustered >= 0.9 * bursts);
+  CHECK(replicas_clustered <= 0.03 * replicas);  // a one-sided test at 1 %
 }
 
 }  // namespace infdoctor::stats
