@@ -16,6 +16,7 @@
 // decode_overhead_ms,decode_fit_r2_ratio,tpot_p50_ms,stopped_early_count,max_prompt_tokens_count}.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "checks/check.h"
 #include "checks/registry.h"
@@ -94,6 +95,7 @@ class SweepCheck final : public Check {
     RequestLoop loop(ctx, out);
     // Prefill.
     std::vector<double> px, py;
+    std::vector<std::size_t> pstep;  // which size each point was sent at
     std::vector<double> cx, cy;  // time per output token against prompt tokens
     double tokens_per_word = 1.0;  // calibrated by the first answer
     std::optional<double> largest;
@@ -125,6 +127,7 @@ class SweepCheck final : public Check {
         if (auto t = server_ttft_ms(*s)) {
           px.push_back(tokens);
           py.push_back(*t);
+          pstep.push_back(i);
           here.push_back(*t);
         }
         // Decode against context only from streams that arrived as generated: clumps time the
@@ -164,10 +167,19 @@ class SweepCheck final : public Check {
       out.set("prefill_ms_per_token", f->slope);
       out.set("prefill_overhead_ms", f->intercept);
       out.set("prefill_fit_r2_ratio", f->r2);
-      // Faster than a line (attention's quadratic term, KV-cache pressure, preemption): the curve is
-      // kept when its quadratic term at the largest prompt is over twice the points' scatter
-      // around it, the line fit's own bar for a measurable slope.
-      if (const auto q = stats::quadratic_fit(px, py); q && q->c > 0 && largest && q->c * *largest * *largest > 2 * q->max_residual) {
+      // Faster than a line (attention's quadratic term, KV-cache pressure, preemption): a curve
+      // through each size's fastest first token (a tail or a neighbour only adds time, and least
+      // squares would follow it), kept when its quadratic term at the largest prompt is over
+      // twice the points' scatter around it, the line fit's own bar for a measurable slope.
+      std::map<std::size_t, std::pair<double, double>> fastest;  // by size: tokens, first token
+      for (std::size_t k = 0; k < px.size(); ++k)
+        if (auto it = fastest.find(pstep[k]); it == fastest.end() || py[k] < it->second.second) fastest[pstep[k]] = {px[k], py[k]};
+      std::vector<double> qx, qy;
+      for (const auto& [_, point] : fastest) {
+        qx.push_back(point.first);
+        qy.push_back(point.second);
+      }
+      if (const auto q = stats::quadratic_fit(qx, qy); q && q->c > 0 && largest && q->c * *largest * *largest > 2 * q->max_residual) {
         out.set("prefill_growth_ms_per_1k_tokens", q->c * 1000);
         out.set("prefill_quad_ms_per_token", q->b);
         out.set("prefill_quad_overhead_ms", q->a);

@@ -1,5 +1,6 @@
 #include "api/sample.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,36 @@ std::string quota_named(const std::string& said_lower, const http::Response& r) 
   for (const char* name : {"x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"})
     if (spent(name)) return "requests";
   return {};
+}
+
+// The stalls of a stream (RequestSample::stalls), each held against the connection's loss counters
+// at its two ends: the last mark at or before each, else the counters at the first byte.
+void read_stalls(RequestSample& s, const http::Response& r, const std::vector<core::SteadyTime>& times) {
+  if (s.itl_ms.size() < 3 || static_cast<double>(s.content_arrivals) / static_cast<double>(times.size()) <
+                                 kClumpedBelowArrivalsPerEvent)
+    return;
+  std::vector<double> gaps = s.itl_ms;
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  const double median = gaps[gaps.size() / 2];
+  const double bar = std::max(kStallMinMs, kStallOverMedian * median);
+  const auto signals_at = [&](core::SteadyTime at) -> std::optional<std::uint32_t> {
+    std::optional<std::uint32_t> v;
+    if (r.tcp_first_byte) v = r.tcp_first_byte->loss_signals();
+    for (const auto& m : r.tcp_marks)
+      if (m.at <= at) v = m.counters.loss_signals();
+    return v;
+  };
+  for (std::size_t i = 1; i < times.size(); ++i) {
+    const double gap = s.itl_ms[i - 1];
+    const auto before = signals_at(times[i - 1]), after = signals_at(times[i]);
+    if (before && after && *after > *before) {
+      ++s.network_stalls;
+      s.network_stall_ms += std::max(0.0, gap - median);
+    } else if (gap >= bar) {
+      ++s.stalls;
+      s.stall_ms += gap - median;
+    }
+  }
 }
 
 void fail(RequestSample& s, core::ErrorCode code, std::string message, std::string phase) {
@@ -101,6 +132,20 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
       s.quota = quota_named(said, r);
   }
 
+  if (r.tcp_end) {
+    s.tcp_rtt_ms = r.tcp_end->rtt_ms;
+    s.tcp_rttvar_ms = r.tcp_end->rttvar_ms;
+    // Counters that went down belong to another connection: nothing is known then.
+    if (r.tcp_before && r.tcp_end->retransmits >= r.tcp_before->retransmits &&
+        r.tcp_end->out_of_order >= r.tcp_before->out_of_order) {
+      s.tcp_retransmits = static_cast<std::int64_t>(r.tcp_end->retransmits) - r.tcp_before->retransmits;
+      s.tcp_out_of_order = static_cast<std::int64_t>(r.tcp_end->out_of_order) - r.tcp_before->out_of_order;
+      if (r.tcp_first_byte)
+        s.tcp_loss_before_first_byte =
+            static_cast<std::int64_t>(r.tcp_first_byte->loss_signals()) - static_cast<std::int64_t>(r.tcp_before->loss_signals());
+    }
+  }
+
   if (stream == nullptr) {
     if (s.ok) {
       auto parsed = parse_chat_response(r.body, flavour);
@@ -144,6 +189,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
       s.itl_ms.push_back(core::to_ms(core::elapsed_us(times[i - 1], times[i])));
       if (times[i] != times[i - 1]) ++s.content_arrivals;
     }
+    read_stalls(s, r, times);
     // Without usage every content event is taken as one token, and the sample says so.
     const double tokens = arrived_tokens(s).value_or(0);
     if (tokens > 0) s.events_per_token = static_cast<double>(times.size()) / tokens;
@@ -274,6 +320,15 @@ void visit_fields(Sample& s, F&& f) {
   f("content_arrivals_count", s.content_arrivals);
   f("malformed_events_count", s.malformed_events);
   f("itl_ms", s.itl_ms);
+  f("tcp_retransmits_count", s.tcp_retransmits);
+  f("tcp_out_of_order_count", s.tcp_out_of_order);
+  f("tcp_loss_before_first_byte_count", s.tcp_loss_before_first_byte);
+  f("tcp_rtt_ms", s.tcp_rtt_ms);
+  f("tcp_rttvar_ms", s.tcp_rttvar_ms);
+  f("stalls_count", s.stalls);
+  f("network_stalls_count", s.network_stalls);
+  f("stall_ms", s.stall_ms);
+  f("network_stall_ms", s.network_stall_ms);
   f("finish_reason", s.finish_reason);
   f("bytes_sent", s.bytes_sent);
   f("bytes_received", s.bytes_received);

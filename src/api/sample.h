@@ -74,6 +74,19 @@ struct RequestSample {
   std::size_t events = 0, content_events = 0, malformed_events = 0;
   std::size_t content_arrivals = 0;  // distinct moments content arrived: fewer than events when clumped
   std::vector<double> itl_ms;  // gaps between consecutive content events
+  // The connection's TCP counters over this request (http/tcp_info.h): segments this end sent
+  // again and segments that arrived past a hole, from before the request to after its last byte;
+  // the smoothed round trip at the end.
+  std::optional<std::int64_t> tcp_retransmits, tcp_out_of_order;
+  std::optional<std::int64_t> tcp_loss_before_first_byte;  // of both, those before the first response byte
+  std::optional<double> tcp_rtt_ms, tcp_rttvar_ms;
+  // The gaps of a stream that arrived as generated, against the connection's loss counters. A
+  // network stall is a gap across which they rose: the kernel held what came after a lost segment
+  // until the peer sent it again (about a round trip, or a retransmission timeout). A stall is a
+  // gap of kStallMinMs or more and kStallOverMedian times the median gap without such a sign: the
+  // server's. Each costs its gap less the median gap.
+  std::size_t stalls = 0, network_stalls = 0;
+  double stall_ms = 0, network_stall_ms = 0;
   std::string finish_reason;
   std::int64_t bytes_sent = 0, bytes_received = 0;
   std::map<std::string, std::string> headers;  // the kept identifying and timing headers
@@ -96,6 +109,10 @@ inline bool is_failure(const RequestSample& s) { return !s.ok && s.limit.empty()
 // Per event, not per token: an engine that puts several tokens in one event (vLLM's
 // --stream-interval, speculative decoding, Anthropic's deltas) sends each event as it is made.
 inline constexpr double kClumpedBelowArrivalsPerEvent = 0.3;
+// A stall: at least Linux's shortest retransmission timeout (TCP_RTO_MIN, 200 ms), the least a
+// lost segment that no later one reveals costs, and four times the stream's median gap.
+inline constexpr double kStallMinMs = 200;
+inline constexpr double kStallOverMedian = 4;
 bool arrived_as_generated(const RequestSample& s);
 // Distinct moments content arrived, per content event: 1 for a stream passed on as sent.
 std::optional<double> arrivals_per_event(const RequestSample& s);

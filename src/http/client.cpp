@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "core/interrupt.h"
 #include "core/strings.h"
@@ -43,6 +46,12 @@ std::string_view trim(std::string_view s) {
 // not record its connect time, so this tells a TLS failure from a TCP one.
 struct SocketLedger {
   std::unordered_map<curl_socket_t, bool> closed_connected;
+  // What each open connection's TCP counters read after its last request: the next request on it
+  // counts from there.
+  std::unordered_map<curl_socket_t, TcpCounters> tcp_after;
+  // Every socket opened and not yet closed: a transfer finds its connection among them by its
+  // local port (libcurl names the socket of a transfer only once it is done).
+  std::unordered_set<curl_socket_t> open;
 };
 
 bool is_connected(curl_socket_t fd) {
@@ -79,6 +88,42 @@ struct Transfer {
   std::optional<Error> abort_reason;
   bool finished = false;
   std::vector<curl_socket_t> sockets;         // opened for this transfer (several with happy eyeballs)
+  SocketLedger* ledger = nullptr;
+  curl_socket_t tcp_fd = CURL_SOCKET_BAD;     // the connection it used, once a response byte came
+  bool tcp_looked = false;
+
+  // The open socket whose local and remote ports are the transfer's.
+  curl_socket_t find_socket() const {
+    long local = 0, remote = 0;
+    if (!ledger || curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &local) != CURLE_OK ||
+        curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &remote) != CURLE_OK || local <= 0)
+      return CURL_SOCKET_BAD;
+    const auto port_of = [](const sockaddr_storage& ss) -> long {
+      if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
+      if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+      return -1;
+    };
+    for (const curl_socket_t fd : ledger->open) {
+      sockaddr_storage mine{}, peer{};
+      socklen_t mine_len = sizeof mine, peer_len = sizeof peer;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_len) != 0 ||
+          ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+        continue;
+      if (port_of(mine) == local && port_of(peer) == remote) return fd;
+    }
+    return CURL_SOCKET_BAD;
+  }
+
+  // Reads the connection's TCP counters at a delivery: the first at the first response byte, then
+  // a mark each time they move.
+  void read_tcp(core::SteadyTime at) {
+    if (!std::exchange(tcp_looked, true)) tcp_fd = find_socket();
+    const auto c = read_tcp_counters(static_cast<int>(tcp_fd));
+    if (!c) return;
+    if (!resp.tcp_first_byte) resp.tcp_first_byte = c;
+    else if (c->loss_signals() != resp.tcp_end->loss_signals()) resp.tcp_marks.push_back({at, *c});
+    resp.tcp_end = c;
+  }
 
   core::SteadyTime arrival() const {
     const auto& ready = arrivals->ready_at;
@@ -98,6 +143,7 @@ curl_socket_t on_open_socket(void* user, curlsocktype, curl_sockaddr* addr) {
   if (!t->socket_opened) t->socket_opened = core::SteadyClock::now();
   const curl_socket_t fd = ::socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
   if (fd >= 0) t->sockets.push_back(fd);
+  if (fd >= 0 && t->ledger) t->ledger->open.insert(fd);
   return fd < 0 ? CURL_SOCKET_BAD : fd;
 }
 
@@ -113,6 +159,8 @@ int on_debug(CURL*, curl_infotype type, char*, size_t, void* user) {
 int on_close_socket(void* user, curl_socket_t fd) {
   auto* ledger = static_cast<SocketLedger*>(user);
   ledger->closed_connected[fd] = is_connected(fd);
+  ledger->tcp_after.erase(fd);
+  ledger->open.erase(fd);
   return ::close(fd);
 }
 
@@ -157,6 +205,7 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
   if (!t->first_header) {
     t->first_header = now;
     t->resp.tls = read_tls(t->easy);
+    t->read_tcp(now);
   }
   std::string_view line(data, n);
   if (line.rfind("HTTP/", 0) == 0) {
@@ -181,6 +230,7 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* user) {
 
 size_t on_body(char* data, size_t size, size_t nmemb, void* user) {
   const auto [t, arrived, n] = delivery(user, size, nmemb);
+  t->read_tcp(arrived);
   if (!t->decided) {
     long code = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -269,6 +319,7 @@ ErrorCode code_of(CURLcode rc) {
 }
 
 void setup(Transfer& t, SocketLedger& ledger) {
+  t.ledger = &ledger;
   Request& r = *t.req;
   CURL* e = t.easy;
   curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
@@ -378,6 +429,12 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   if (t.first_header) r.first_byte_at = core::elapsed_us(r.started, *t.first_header);
   if (t.request_out && *t.request_out >= r.started) r.request_out_at = core::elapsed_us(r.started, *t.request_out);
 
+  if (t.tcp_fd != CURL_SOCKET_BAD && r.tcp_end) {
+    const auto before = ledger.tcp_after.find(t.tcp_fd);
+    if (!r.connection_reused) r.tcp_before = TcpCounters{};
+    else if (before != ledger.tcp_after.end()) r.tcp_before = before->second;
+    ledger.tcp_after[t.tcp_fd] = *r.tcp_end;
+  }
   t.finished = true;
   bool tcp_connected = r.times.connect.has_value();
   if (rc != CURLE_OK) {

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "http/tcp_info.h"
 
 namespace infdoctor::http {
 
@@ -92,6 +93,15 @@ struct Response {
   std::int64_t bytes_received = 0;  // response headers and body
   bool connection_reused = false;
   bool is_tls = false;
+  // The connection's TCP counters (tcp_info.h): before this request (zero on a new connection;
+  // what the last request on it left, on a reused one), at the first response byte, and after the
+  // last; and each change while the body came, stamped with the delivery that saw it.
+  struct TcpMark {
+    core::SteadyTime at;
+    TcpCounters counters;
+  };
+  std::optional<TcpCounters> tcp_before, tcp_first_byte, tcp_end;
+  std::vector<TcpMark> tcp_marks;
   std::optional<TlsInfo> tls;
 
   std::optional<std::string> header(std::string_view lower_name) const;

@@ -250,7 +250,7 @@ std::string unit_of(const std::string& name) {
 const std::vector<std::string>& causes() {
   static const std::vector<std::string> kCauses = {
       "network_rtt",    "dns_slow", "tls_slow",      "cold_start",   "prefill_bound",   "decode_bound", "model_specific",
-      "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "slow_replica", "overloaded", "buffering"};
+      "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "slow_replica", "network_loss", "overloaded", "buffering"};
   return kCauses;
 }
 
@@ -419,7 +419,7 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   // of the typical request, never more. Without a baseline, the whole is what the findings
   // attribute together.
   static const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing", "dns_slow",
-                                               "tls_slow", "serialization", "noisy_neighbour", "slow_replica", "overloaded"};
+                                               "tls_slow", "serialization", "noisy_neighbour", "slow_replica", "network_loss", "overloaded"};
   // The typical request is the reference request of the run's workload where it was priced
   // (run/workload.h), else the baseline's median.
   double typical = 0;

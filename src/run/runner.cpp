@@ -146,6 +146,58 @@ std::map<std::string, double> overload_metrics(const std::vector<checks::CheckRe
   return m;
 }
 
+// The path's loss as the run's own connections saw it (http/tcp_info.h): retransmissions and
+// out-of-order arrivals, connects that waited out a lost SYN (Linux's first SYN timeout is 1 s),
+// and the streams' gaps: the network's (the loss counters rose across them) and the server's
+// stalls (api::RequestSample::stalls). Each gap is about one segment: the share of gaps the
+// network held is the path's loss as the stream met it.
+std::map<std::string, double> loss_metrics(const std::vector<checks::CheckResult>& checks) {
+  double retransmits = 0, out_of_order = 0, with_loss = 0, measured = 0, slow_connects = 0, connects = 0;
+  double streams = 0, gaps = 0, stalls = 0, network_stalls = 0, stall_ms = 0, network_stall_ms = 0;
+  std::vector<double> rtts;
+  for (const auto& c : checks)
+    for (const auto& labelled : c.requests) {
+      const api::RequestSample& s = labelled.sample;
+      if (s.connect_ms) {
+        ++connects;
+        if (*s.connect_ms >= 1000) ++slow_connects;
+      }
+      if (s.tcp_rtt_ms && *s.tcp_rtt_ms > 0) rtts.push_back(*s.tcp_rtt_ms);
+      if (s.tcp_retransmits && s.tcp_out_of_order) {
+        ++measured;
+        retransmits += static_cast<double>(*s.tcp_retransmits);
+        out_of_order += static_cast<double>(*s.tcp_out_of_order);
+        with_loss += *s.tcp_retransmits + *s.tcp_out_of_order > 0;
+      }
+      if (s.ok && s.itl_ms.size() >= 3 && api::arrived_as_generated(s)) {
+        ++streams;
+        gaps += static_cast<double>(s.itl_ms.size());
+        stalls += static_cast<double>(s.stalls);
+        network_stalls += static_cast<double>(s.network_stalls);
+        stall_ms += s.stall_ms;
+        network_stall_ms += s.network_stall_ms;
+      }
+    }
+  std::map<std::string, double> m;
+  if (measured > 0) {
+    m["run.tcp_measured_count"] = measured;
+    m["run.tcp_retransmits_count"] = retransmits;
+    m["run.tcp_out_of_order_count"] = out_of_order;
+    m["run.tcp_loss_requests_ratio"] = with_loss / measured;
+  }
+  if (connects > 0) m["run.slow_connects_count"] = slow_connects;
+  if (auto v = stats::median(rtts)) m["run.tcp_rtt_p50_ms"] = *v;
+  if (streams > 0) {
+    m["run.stall_streams_count"] = streams;
+    m["run.stalls_count"] = stalls;
+    m["run.network_stalls_count"] = network_stalls;
+    m["run.network_stall_per_stream_ms"] = network_stall_ms / streams;
+    m["run.server_stall_per_stream_ms"] = stall_ms / streams;
+    if (gaps > 0) m["run.loss_gap_ratio"] = network_stalls / gaps;
+  }
+  return m;
+}
+
 // What gateways say of themselves in their response headers, over the run's model requests.
 std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckResult>& checks) {
   std::vector<double> overhead, utilization, remaining, limit;
@@ -251,6 +303,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
           streams->second * (prompt->second + output->second) * 60000.0 / t->second;
   }
   for (const auto& [k, v] : gateway_metrics(out.checks)) out.run_metrics[k] = v;
+  for (const auto& [k, v] : loss_metrics(out.checks)) out.run_metrics[k] = v;
   for (const auto& [k, v] : ttft_tail_metrics(out.checks)) out.run_metrics[k] = v;
   if (const EngineScraper* e = side.engine) {
     for (const auto& [k, v] : engine_metrics(e->snapshots())) out.run_metrics[k] = v;
@@ -389,6 +442,8 @@ CauseSignal signal_of(const std::string& cause) {
     return {"time per output token", field(&S::tpot_ms)};
   if (cause == "network_rtt") return {"connect time", field(&S::connect_ms)};
   if (cause == "dns_slow") return {"DNS time", field(&S::dns_ms)};
+  if (cause == "network_loss")
+    return {"network stall", [](const S& s) -> std::optional<double> { return s.network_stall_ms; }};
   if (cause == "tls_slow") return {"TLS time", field(&S::tls_ms)};
   if (cause == "buffering")  // tokens per separate arrival: high when the stream comes in clumps
     return {"tokens per arrival", [](const S& s) -> std::optional<double> {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "net/subprocess.h"
 #include "fake/dns_server.h"
@@ -243,6 +244,85 @@ TEST_CASE("lab: a real parse cost over the same 56 ms round trip is still found,
   bool found = false;
   for (const auto& f : j["diagnosis"]) found = found || f["rule"] == "serialization.slow_body";
   CHECK(found);
+}
+
+}  // namespace infdoctor
+
+namespace infdoctor {
+namespace {
+// The stalls and the loss counters of every stream of a run, as a table for the test's output.
+std::string stall_table(const nlohmann::json& j) {
+  std::string out = "request  retransmits  out-of-order  stalls  network stalls  network stall ms\n";
+  for (const auto& [id, c] : j["checks"].items())
+    for (const auto& s : c.value("samples", nlohmann::json::array())) {
+      if (!s.contains("stalls_count")) continue;
+      char line[160];
+      std::snprintf(line, sizeof line, "%-8s %11s %13s %7d %15d %17.0f\n", id.substr(0, 8).c_str(),
+                    s["tcp_retransmits_count"].dump().c_str(), s["tcp_out_of_order_count"].dump().c_str(),
+                    s["stalls_count"].get<int>(), s["network_stalls_count"].get<int>(), s["network_stall_ms"].get<double>());
+      out += line;
+    }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("lab: loss on the wire shows in TCP_INFO beside the stalls it caused, and is the path's, not the server's") {
+  if (!lab_available()) return;
+  std::mt19937 rng(std::random_device{}());
+  const double loss = std::uniform_real_distribution<double>(0.01, 0.03)(rng);
+  const double one_way = std::uniform_real_distribution<double>(10, 20)(rng);
+  MESSAGE("planted: " << loss * 100 << " % loss each way, " << 2 * one_way << " ms round trip");
+  Lab lab({one_way, loss});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  // A server that never stalls: 128 tokens at 15 ms, one event each.
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443,
+                        R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 15}}, "default_max_tokens": 128})");
+  const auto j = run_in(lab, {"--base-url", std::string("https://") + Lab::kServerIp + ":8443/v1", "--cacert", test::ca_pem(),
+                              "--model", "Qwen2.5-7B-Instruct", "--checks", "baseline", "--set", "baseline.samples=16"},
+                        false, nullptr, 240s);
+  const auto& rm = j["run"]["metrics"];
+  MESSAGE(stall_table(j));
+  MESSAGE("retransmits " << rm["tcp_retransmits_count"] << ", out of order " << rm["tcp_out_of_order_count"] << "; gaps held by loss "
+                         << rm["network_stalls_count"] << " (" << rm["loss_gap_ratio"] << " of all), "
+                         << rm["network_stall_per_stream_ms"] << " ms a stream; the server's stalls " << rm["stalls_count"] << ", "
+                         << rm["server_stall_per_stream_ms"] << " ms a stream; TCP RTT " << rm["tcp_rtt_p50_ms"] << " ms");
+  CHECK(rm["tcp_retransmits_count"].get<double>() + rm["tcp_out_of_order_count"].get<double>() > 0);
+  CHECK(rm["tcp_rtt_p50_ms"].get<double>() == doctest::Approx(2 * one_way).epsilon(0.5));
+  // The share of gaps held by loss is the loss the downstream segments met, about the planted one.
+  CHECK(rm["loss_gap_ratio"].get<double>() > loss / 3);
+  CHECK(rm["loss_gap_ratio"].get<double>() < 3 * loss);
+  // A server that never stalls: a stall without a loss sign is the odd lost segment nothing
+  // followed, a timeout at most.
+  CHECK(rm["stalls_count"].get<double>() <= rm["network_stalls_count"].get<double>());
+  const auto top = [&] {
+    for (const auto& f : j["diagnosis"])
+      if (f["severity"] != "info") return f;
+    return nlohmann::json();
+  }();
+  if (rm["loss_gap_ratio"].get<double>() > 0.01) {
+    REQUIRE_FALSE(top.is_null());
+    CHECK(top["cause"] == "network_loss");
+    CHECK(top["scope"] == "client_path");
+  }
+}
+
+TEST_CASE("lab: a server that stalls on a clean path is the server's: no loss signal across its stalls") {
+  if (!lab_available()) return;
+  Lab lab({15.0, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  // Every other request pauses 400 ms after 40 tokens.
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443,
+                        R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 15,
+                            "faults": [{"kind": "stall", "every": 2, "after_tokens": 40, "stall_ms": 400}]}}, "default_max_tokens": 128})");
+  const auto j = run_in(lab, {"--base-url", std::string("https://") + Lab::kServerIp + ":8443/v1", "--cacert", test::ca_pem(),
+                              "--model", "Qwen2.5-7B-Instruct", "--checks", "baseline", "--set", "baseline.samples=10"},
+                        false, nullptr, 240s);
+  const auto& rm = j["run"]["metrics"];
+  MESSAGE(stall_table(j));
+  CHECK(rm["stalls_count"].get<double>() >= 4);
+  CHECK(rm["network_stalls_count"] == 0);
+  CHECK(rm["server_stall_per_stream_ms"].get<double>() > 100);
+  for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "network_loss");
 }
 
 }  // namespace infdoctor

@@ -245,11 +245,11 @@ const std::vector<Cause>& causes() {
        }},
       {"noisy_neighbour", "noisy_neighbour", false,
        [](std::mt19937_64& rng, Background& b) {
-         // Bursts as other tenants' jobs make them, tens of seconds: each holds three or more of a
-         // model's requests, slow ones included (up to 16 s each here). Shorter ones make runs of one
-         // or two slow requests, as chance does, and read as a slow replica (rules/README.md,
-         // replica.slow_replica).
-         const double every = uniform(rng, 40, 90), duty = uniform(rng, 0.4, 0.6), factor = uniform(rng, 2.5, 5);
+         // Bursts as other tenants' jobs make them, ten seconds and more, recurring within the run's
+         // measured minute: each holds two or more of a model's requests, slow ones included (up to
+         // 16 s each here). Shorter ones make runs of one slow request, as chance does, and read as a
+         // slow replica (rules/README.md, replica.slow_replica).
+         const double every = uniform(rng, 20, 45), duty = uniform(rng, 0.45, 0.6), factor = uniform(rng, 2.5, 5);
          for (json* m : {&b.target, &b.small}) {
            (*m)["slow_every_s"] = every;
            (*m)["slow_for_s"] = duty * every;
@@ -297,6 +297,13 @@ const std::vector<Cause>& causes() {
        [](std::mt19937_64& rng, Background& b) {
          b.rtt_ms = uniform(rng, 150, 300);
          return Planted{"a far region: " + fmt("%.0f", b.rtt_ms) + " ms round trip", {}, {}};
+       }},
+      {"lossy_path", "network_loss", true,
+       [](std::mt19937_64& rng, Background& b) {
+         if (b.rtt_ms <= 0) b.rtt_ms = uniform(rng, 10, 80);
+         b.loss = uniform(rng, 0.01, 0.03);
+         return Planted{fmt("%.1f", b.loss * 100) + " % loss each way over a " + fmt("%.0f", b.rtt_ms) + " ms round trip",
+                        {}, {}};
        }},
   };
   return k;
