@@ -103,7 +103,10 @@ struct Transfer {
       if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
       return -1;
     };
-    for (const curl_socket_t fd : ledger->open) {
+    // The sockets this transfer opened first (a new connection), then every open one (a reused one).
+    std::vector<curl_socket_t> candidates(sockets.rbegin(), sockets.rend());
+    candidates.insert(candidates.end(), ledger->open.begin(), ledger->open.end());
+    for (const curl_socket_t fd : candidates) {
       sockaddr_storage mine{}, peer{};
       socklen_t mine_len = sizeof mine, peer_len = sizeof peer;
       if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_len) != 0 ||

@@ -89,7 +89,7 @@ bool clustered(const SeriesReading& r) {
 }
 }  // namespace
 
-TEST_CASE("series: bursts that follow the clock make fewer runs than chance; a slow replica makes about as many") {
+TEST_CASE("series: bursts that follow the clock make fewer runs than chance, a slow replica about as many") {
   // Bursts as neighbours make them: 20-60 s apart, 20-50 % of the time, over a run of three
   // periods; two models with their own clocks. A replica: one of 2-5, each request sent to one at
   // random. The same 60 requests either way (two in three of the target model).
