@@ -1,5 +1,6 @@
 // infdoctor explain: re-applies (possibly newer) rules to saved results and prints the diagnosis,
 // without sending a request. infdoctor rules check: validates rule files.
+#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -75,12 +76,23 @@ int run_rules_list(const RulesListOptions& o) {
                     {"line", r.line}});
   if (!o.json.empty())
     if (const int code = emit_json(o.json, {{"rules", list}}); code != kExitOk || o.json == "-") return code;
+  // The conditions as a person reads them: "and", "or", "not" for muParser's operators.
+  const auto readable = [](std::string t) {
+    for (const auto& [from, to] : {std::pair<const char*, const char*>{" && ", " and "}, {" || ", " or "}})
+      for (std::size_t i = t.find(from); i != std::string::npos; i = t.find(from, i + std::strlen(to)))
+        t.replace(i, std::strlen(from), to);
+    return t;
+  };
   std::cout << (o.rules_dir.empty() ? std::string("built-in rules") : o.rules_dir) << ": " << list.size() << " rules\n";
-  for (const auto& r : list)
-    std::cout << "  " << r["id"].get<std::string>() << "  [" << r["severity"].get<std::string>() << ", cause "
-              << r["cause"].get<std::string>() << (r["scope"].get<std::string>().empty() ? "" : ", scope " + r["scope"].get<std::string>())
-              << "]  " << r["title"].get<std::string>() << "\n      when " << r["when"].get<std::string>()
-              << (r["unless"].is_string() ? ", unless " + r["unless"].get<std::string>() : "") << '\n';
+  for (const auto& r : list) {
+    const std::string cause = r["cause"].get<std::string>();
+    std::cout << "  " << r["id"].get<std::string>() << "  [" << r["severity"].get<std::string>()
+              << (r["critical_when"].is_string() ? ", critical when " + readable(r["critical_when"].get<std::string>()) : "")
+              << "; " << (cause.empty() ? "no latency cause" : "cause " + cause)
+              << (r["scope"].get<std::string>().empty() ? "" : ", scope " + readable(r["scope"].get<std::string>())) << "]  "
+              << r["title"].get<std::string>() << "\n      when " << readable(r["when"].get<std::string>())
+              << (r["unless"].is_string() ? ", unless " + readable(r["unless"].get<std::string>()) : "") << '\n';
+  }
   return kExitOk;
 }
 

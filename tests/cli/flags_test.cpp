@@ -221,6 +221,13 @@ TEST_CASE("rules list: every built-in rule with its severity, cause and conditio
   }
   r = infdoctor({"rules", "list"});
   CHECK(r.out.find("built-in rules: " + std::to_string(j["rules"].size()) + " rules") == 0);
+  // The severity a report can show, the critical condition with it; a rule without a cause says so.
+  CHECK(r.out.find("queueing.slots  [warning, critical when ") != std::string::npos);
+  CHECK(r.out.find("errors.failed_requests  [warning, critical when ") != std::string::npos);
+  CHECK(r.out.find("no latency cause, scope endpoint]") != std::string::npos);
+  CHECK(r.out.find("cause , ") == std::string::npos);
+  CHECK(r.out.find(" && ") == std::string::npos);
+  CHECK(r.out.find(" and ") != std::string::npos);
   CHECK(infdoctor({"rules", "list", "--rules", "/nonexistent-rules-dir"}).exit_code == 3);
 }
 
