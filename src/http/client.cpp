@@ -2,10 +2,10 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/epoll.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 

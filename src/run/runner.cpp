@@ -58,11 +58,6 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
   out.checks.push_back(std::move(r));
 }
 
-// Requests that go into the run's time series: every model request that decoded enough tokens
-// for a time per token and streamed them as they came, except the concurrency check's parallel
-// ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
-// shape: the target model's time per token less what its context adds (the sweep's slope per
-// 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
 // The replica a header named ("x-served-by replica-2"), or "".
 std::string replica_of(const api::RequestSample& s) {
   for (const auto name : http::kReplicaHeaders)
@@ -71,6 +66,11 @@ std::string replica_of(const api::RequestSample& s) {
   return {};
 }
 
+// Requests that go into the run's time series: every model request that decoded enough tokens
+// for a time per token and streamed them as they came, except the concurrency check's parallel
+// ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
+// shape: the target model's time per token less what its context adds (the sweep's slope per
+// 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
 stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
   double per_context_token_ms = 0;
   for (const auto& c : checks)
