@@ -254,3 +254,30 @@ TEST_CASE("clumps: events that share a read are clumps, tokens that share an eve
 }
 
 }  // namespace infdoctor::api
+
+namespace infdoctor::api {
+
+TEST_CASE("a 429's quota, from its words or its spent budget header") {
+  const auto quota = [](const std::string& body, std::vector<std::pair<std::string, std::string>> headers) {
+    http::Response r;
+    r.http_status = 429;
+    r.body = body;
+    r.headers = std::move(headers);
+    return make_sample(r, nullptr, "gpt-4.1").quota;
+  };
+  // OpenAI's, on tokens and on requests; Anthropic's input tokens.
+  CHECK(quota(R"({"error":{"message":"Rate limit reached for gpt-4.1 in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 1500.","type":"tokens","code":"rate_limit_exceeded"}})",
+              {}) == "tokens");
+  CHECK(quota(R"({"error":{"message":"Rate limit reached for gpt-4.1 in organization org-x on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","code":"rate_limit_exceeded"}})",
+              {}) == "requests");
+  CHECK(quota(R"({"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your organization's rate limit of 40,000 input tokens per minute."}})",
+              {}) == "tokens");
+  // Words that name neither: the spent budget says which.
+  CHECK(quota(R"({"error":{"message":"Too many requests"}})", {{"x-ratelimit-remaining-tokens", "0"}, {"x-ratelimit-remaining-requests", "12"}}) ==
+        "tokens");
+  CHECK(quota(R"({"error":{"message":"Too many requests"}})", {{"x-ratelimit-remaining-tokens", "800"}, {"x-ratelimit-remaining-requests", "0"}}) ==
+        "requests");
+  CHECK(quota(R"({"error":{"message":"Too many requests"}})", {}).empty());
+}
+
+}  // namespace infdoctor::api
