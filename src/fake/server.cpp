@@ -412,12 +412,8 @@ struct Server::Impl {
       auto done = std::make_shared<std::atomic<bool>>(false);
       const int fd = sock.native_handle();
       open_fds.insert(fd);
-      conns.push_back(Conn{std::thread([this, s = std::move(sock), done, fd]() mutable {
+      conns.push_back(Conn{std::thread([this, s = std::move(sock), done]() mutable {
                              serve_connection(std::move(s));
-                             {
-                               std::lock_guard l(mu);
-                               open_fds.erase(fd);
-                             }
                              done->store(true);
                            }),
                            done});
@@ -425,7 +421,15 @@ struct Server::Impl {
     });
   }
 
+  // The descriptor leaves `open_fds` before it is closed: a connection accepted later may be given
+  // the same number, and stop() must find that one there to shut it down.
+  void forget(int fd) {
+    std::lock_guard lock(mu);
+    open_fds.erase(fd);
+  }
+
   void serve_connection(tcp::socket sock) {
+    const int fd = sock.native_handle();
     beast::error_code ec;
     sock.set_option(tcp::no_delay(true), ec);
     timeval tv{60, 0};  // an idle or stuck client frees its thread after a minute
@@ -435,15 +439,16 @@ struct Server::Impl {
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (tls) {
       ssl::stream<tcp::socket> stream(std::move(sock), *tls);
-      if (scenario.tls_handshake_delay_ms > 0 &&
-          !sleep_until(Clock::now() + from_ms(scenario.tls_handshake_delay_ms)))
-        return;
-      stream.handshake(ssl::stream_base::server, ec);
-      if (!ec) serve_requests(stream);
+      if (scenario.tls_handshake_delay_ms <= 0 || sleep_until(Clock::now() + from_ms(scenario.tls_handshake_delay_ms))) {
+        stream.handshake(ssl::stream_base::server, ec);
+        if (!ec) serve_requests(stream);
+      }
+      forget(fd);
       beast::get_lowest_layer(stream).close(ec);
     } else {
       serve_requests(sock);
       sock.shutdown(tcp::socket::shutdown_send, ec);
+      forget(fd);
       sock.close(ec);
     }
   }
