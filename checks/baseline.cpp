@@ -13,7 +13,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kBaselineInfo{
     "baseline",
     "Small model against target model",
     "The same short request to a small model and to the target model: TTFT, time per token, total.",
@@ -95,10 +95,10 @@ std::optional<double> reasoning_ms(const api::RequestSample& s) {
 class BaselineCheck final : public Check {
  public:
   explicit BaselineCheck(const Options& o)
-      : samples_(o.get_int(kInfo.id, "samples", 5, 1, 1000)),
-        max_tokens_(o.get_int(kInfo.id, "max_tokens", 64, 2, 100000)),
-        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : samples_(o.get_int(kBaselineInfo.id, "samples", 5, 1, 1000)),
+        max_tokens_(o.get_int(kBaselineInfo.id, "max_tokens", 64, 2, 100000)),
+        prompt_tokens_(o.get_int(kBaselineInfo.id, "prompt_tokens", 32, 1, 100000)) {}
+  const CheckInfo& info() const override { return kBaselineInfo; }
   std::vector<Step> plan() const override {
     // Alternating small and target model when --small-model is given.
     return {{"short prompt, one at a time", samples_, "target", prompt_tokens_, max_tokens_},
@@ -106,7 +106,7 @@ class BaselineCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kBaselineInfo.id);
     const Models& m = ctx.models();
     if (m.target.empty()) return out.skip("no --model given");
     std::vector<std::string> models = {m.target};

@@ -23,7 +23,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kColdstartInfo{
     "coldstart",
     "Cold starts",
     "Time to first token after rising idle gaps, against back-to-back requests.",
@@ -44,10 +44,10 @@ const CheckInfo kInfo{
 class ColdstartCheck final : public Check {
  public:
   explicit ColdstartCheck(const Options& o)
-      : gaps_(o.get_number_list(kInfo.id, "idle_gaps", "0,2,5,10,20", 0, 86400)),
-        baseline_samples_(o.get_int(kInfo.id, "baseline_samples", 3, 1, 100)),
-        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : gaps_(o.get_number_list(kColdstartInfo.id, "idle_gaps", "0,2,5,10,20", 0, 86400)),
+        baseline_samples_(o.get_int(kColdstartInfo.id, "baseline_samples", 3, 1, 100)),
+        prompt_tokens_(o.get_int(kColdstartInfo.id, "prompt_tokens", 16, 1, 100000)) {}
+  const CheckInfo& info() const override { return kColdstartInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps = {{"the run's first model request", 1, "target", prompt_tokens_, 1},
                                {"back to back, the warm baseline", baseline_samples_, "target", prompt_tokens_, 1}};
@@ -72,7 +72,7 @@ class ColdstartCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kColdstartInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     api::ChatRequest req;
     req.model = ctx.models().target;

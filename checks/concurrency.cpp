@@ -31,7 +31,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kConcurrencyInfo{
     "concurrency",
     "Concurrency and queueing",
     "Parallel streams at rising levels: does throughput grow, or does latency grow in proportion?",
@@ -83,11 +83,11 @@ class ConcurrencyCheck final : public Check {
  public:
   explicit ConcurrencyCheck(const Options& o)
       // The hard cap on parallel streams (--max-concurrency): a level above it is a config error.
-      : levels_(o.get_number_list(kInfo.id, "levels", "1,2,4,8,16", 1, o.get_int(kInfo.id, "max_streams", 64, 1, 4096))),
-        max_tokens_(o.get_int(kInfo.id, "max_tokens", 32, 1, 100000)),
-        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)),
-        rounds_(o.get_int(kInfo.id, "rounds", 1, 1, 100)) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : levels_(o.get_number_list(kConcurrencyInfo.id, "levels", "1,2,4,8,16", 1, o.get_int(kConcurrencyInfo.id, "max_streams", 64, 1, 4096))),
+        max_tokens_(o.get_int(kConcurrencyInfo.id, "max_tokens", 32, 1, 100000)),
+        prompt_tokens_(o.get_int(kConcurrencyInfo.id, "prompt_tokens", 32, 1, 100000)),
+        rounds_(o.get_int(kConcurrencyInfo.id, "rounds", 1, 1, 100)) {}
+  const CheckInfo& info() const override { return kConcurrencyInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
     for (double l : levels_)
@@ -102,7 +102,7 @@ class ConcurrencyCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kConcurrencyInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     std::vector<Level> done;
     Tally tally;

@@ -15,7 +15,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kDnsInfo{
     "dns",
     "DNS resolution",
     "How long each resolver takes to resolve the API host, and what it answers.",
@@ -41,13 +41,13 @@ const CheckInfo kInfo{
 class DnsCheck final : public Check {
  public:
   explicit DnsCheck(const Options& o)
-      : samples_(o.get_int(kInfo.id, "samples", 5, 1, 1000)),
-        timeout_ms_(o.get_int(kInfo.id, "timeout_ms", 2000, 10, 60000)),
-        tries_(o.get_int(kInfo.id, "tries", 2, 1, 10)),
-        use_system_(o.get_int(kInfo.id, "system", 1, 0, 1) == 1) {
-    for (const auto& r : o.get_list(kInfo.id, "resolvers")) resolvers_.push_back(r);
+      : samples_(o.get_int(kDnsInfo.id, "samples", 5, 1, 1000)),
+        timeout_ms_(o.get_int(kDnsInfo.id, "timeout_ms", 2000, 10, 60000)),
+        tries_(o.get_int(kDnsInfo.id, "tries", 2, 1, 10)),
+        use_system_(o.get_int(kDnsInfo.id, "system", 1, 0, 1) == 1) {
+    for (const auto& r : o.get_list(kDnsInfo.id, "resolvers")) resolvers_.push_back(r);
   }
-  const CheckInfo& info() const override { return kInfo; }
+  const CheckInfo& info() const override { return kDnsInfo; }
   std::vector<Step> plan() const override {
     return {{std::to_string(samples_) + " lookups (A and AAAA) of the API host at each resolver" +
                  (use_system_ ? " of /etc/resolv.conf" : "") +
@@ -57,7 +57,7 @@ class DnsCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kDnsInfo.id);
     const Target& t = ctx.target();
     if (t.host_is_ip) {
       ctx.set_addresses({t.host});

@@ -19,7 +19,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kPathInfo{
     "path",
     "Network path",
     "Round-trip time and loss to the API's addresses, and the hops on the way.",
@@ -47,15 +47,15 @@ const CheckInfo kInfo{
 class PathCheck final : public Check {
  public:
   explicit PathCheck(const Options& o)
-      : samples_(o.get_int(kInfo.id, "samples", 10, 1, 1000)),
-        timeout_ms_(o.get_int(kInfo.id, "timeout_ms", 2000, 10, 60000)),
-        interval_ms_(o.get_int(kInfo.id, "interval_ms", 50, 0, 10000)),
-        icmp_(o.get_int(kInfo.id, "icmp", 1, 0, 1) == 1),
-        trace_(o.get_choice(kInfo.id, "trace", "udp", {"udp", "tcp", "off"})),
-        max_hops_(o.get_int(kInfo.id, "max_hops", 30, 1, 64)),
-        probes_per_hop_(o.get_int(kInfo.id, "probes_per_hop", 3, 1, 10)),
-        max_addresses_(o.get_int(kInfo.id, "max_addresses", 4, 1, 64)) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : samples_(o.get_int(kPathInfo.id, "samples", 10, 1, 1000)),
+        timeout_ms_(o.get_int(kPathInfo.id, "timeout_ms", 2000, 10, 60000)),
+        interval_ms_(o.get_int(kPathInfo.id, "interval_ms", 50, 0, 10000)),
+        icmp_(o.get_int(kPathInfo.id, "icmp", 1, 0, 1) == 1),
+        trace_(o.get_choice(kPathInfo.id, "trace", "udp", {"udp", "tcp", "off"})),
+        max_hops_(o.get_int(kPathInfo.id, "max_hops", 30, 1, 64)),
+        probes_per_hop_(o.get_int(kPathInfo.id, "probes_per_hop", 3, 1, 10)),
+        max_addresses_(o.get_int(kPathInfo.id, "max_addresses", 4, 1, 64)) {}
+  const CheckInfo& info() const override { return kPathInfo; }
   std::vector<Step> plan() const override {
     std::string what = std::to_string(samples_) + " TCP connects (SYN, then close)";
     if (icmp_) what += " and " + std::to_string(samples_) + " ICMP echoes";
@@ -67,7 +67,7 @@ class PathCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kPathInfo.id);
     const auto& addrs = ctx.addresses();
     if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
     const int port = ctx.target().port;

@@ -38,7 +38,7 @@ std::string typical_metric(Typical t) {
 }
 
 const CheckInfo* find_info(const std::string& id) {
-  // Each check's kInfo is a static of its file: the pointer outlives the check made to find it.
+  // Each check's info (its k...Info) is a static of its file: the pointer outlives the check made to find it.
   for (const auto& e : registry())
     if (e.id == id) return &e.make(Options{})->info();
   return nullptr;

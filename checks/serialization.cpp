@@ -30,7 +30,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kSerializationInfo{
     "serialization",
     "Serialization",
     "Cost of request body size (upload and parse) and of streaming against a single response.",
@@ -133,11 +133,11 @@ std::optional<double> path_rtt_ms(CheckContext& ctx) {
 class SerializationCheck final : public Check {
  public:
   explicit SerializationCheck(const Options& o)
-      : sizes_kb_(o.get_number_list(kInfo.id, "sizes_kb", "1,64,1024,4096", 0, 65536)),
-        repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
-        max_tokens_(o.get_int(kInfo.id, "max_tokens", 32, 2, 100000)),
-        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 16, 1, 100000)) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : sizes_kb_(o.get_number_list(kSerializationInfo.id, "sizes_kb", "1,64,1024,4096", 0, 65536)),
+        repeats_(o.get_int(kSerializationInfo.id, "repeats", 2, 1, 100)),
+        max_tokens_(o.get_int(kSerializationInfo.id, "max_tokens", 32, 2, 100000)),
+        prompt_tokens_(o.get_int(kSerializationInfo.id, "prompt_tokens", 16, 1, 100000)) {}
+  const CheckInfo& info() const override { return kSerializationInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps = {{"3 TCP connects to the API port: the round trip slow start multiplies", 0}};
     for (double kb : sizes_kb_) {
@@ -153,7 +153,7 @@ class SerializationCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kSerializationInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     RequestLoop loop(ctx, out);
 

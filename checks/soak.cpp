@@ -14,7 +14,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kSoakInfo{
     "soak",
     "Soak",
     "Steady load for some minutes: drift, variance and periodic slowdowns over time.",
@@ -33,11 +33,11 @@ const CheckInfo kInfo{
 class SoakCheck final : public Check {
  public:
   explicit SoakCheck(const Options& o)
-      : minutes_(o.get_double(kInfo.id, "minutes", 0, 0, 24 * 60)),
-        interval_ms_(o.get_int(kInfo.id, "interval_ms", 1000, 10, 3600000)),
-        max_tokens_(o.get_int(kInfo.id, "max_tokens", 16, 2, 100000)),
-        prompt_tokens_(o.get_int(kInfo.id, "prompt_tokens", 32, 1, 100000)) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : minutes_(o.get_double(kSoakInfo.id, "minutes", 0, 0, 24 * 60)),
+        interval_ms_(o.get_int(kSoakInfo.id, "interval_ms", 1000, 10, 3600000)),
+        max_tokens_(o.get_int(kSoakInfo.id, "max_tokens", 16, 2, 100000)),
+        prompt_tokens_(o.get_int(kSoakInfo.id, "prompt_tokens", 32, 1, 100000)) {}
+  const CheckInfo& info() const override { return kSoakInfo; }
   std::vector<Step> plan() const override {
     if (minutes_ <= 0) return {};
     const int n = static_cast<int>(std::ceil(minutes_ * 60000.0 / interval_ms_));
@@ -50,7 +50,7 @@ class SoakCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kSoakInfo.id);
     if (minutes_ <= 0) return out.skip("off: give --soak-minutes N to run it");
     if (ctx.models().target.empty()) return out.skip("no --model given");
     const auto t0 = ctx.clock().now();

@@ -25,7 +25,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kSweepInfo{
     "sweep",
     "Prompt-length and output-length sweeps",
     "TTFT against prompt tokens (prefill cost) and total time against output tokens (decode cost).",
@@ -67,17 +67,17 @@ const CheckInfo kInfo{
 class SweepCheck final : public Check {
  public:
   explicit SweepCheck(const Options& o)
-      : prompts_(o.get_number_list(kInfo.id, "prompt_tokens", "64,512,2048,8192", 1, 2000000)),
-        max_tokens_(o.get_number_list(kInfo.id, "max_tokens", "1,32,128,512", 1, 1000000)),
-        repeats_(o.get_int(kInfo.id, "repeats", 2, 1, 100)),
-        decode_prompt_(o.get_int(kInfo.id, "decode_prompt_tokens", 32, 1, 100000)),
-        prefill_max_tokens_(o.get_int(kInfo.id, "prefill_max_tokens", 16, 1, 100000)) {
+      : prompts_(o.get_number_list(kSweepInfo.id, "prompt_tokens", "64,512,2048,8192", 1, 2000000)),
+        max_tokens_(o.get_number_list(kSweepInfo.id, "max_tokens", "1,32,128,512", 1, 1000000)),
+        repeats_(o.get_int(kSweepInfo.id, "repeats", 2, 1, 100)),
+        decode_prompt_(o.get_int(kSweepInfo.id, "decode_prompt_tokens", 32, 1, 100000)),
+        prefill_max_tokens_(o.get_int(kSweepInfo.id, "prefill_max_tokens", 16, 1, 100000)) {
     // The reference request's prompt (--workload prompt=P): a size beyond the sweep's largest is
     // sent too, so a finding at that length is measured there and not extrapolated.
-    const double reach = o.get_int(kInfo.id, "workload_prompt_tokens", 0, 0, 2000000);
+    const double reach = o.get_int(kSweepInfo.id, "workload_prompt_tokens", 0, 0, 2000000);
     if (!prompts_.empty() && reach > prompts_.back()) prompts_.push_back(reach);
   }
-  const CheckInfo& info() const override { return kInfo; }
+  const CheckInfo& info() const override { return kSweepInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
     for (double p : prompts_)
@@ -90,7 +90,7 @@ class SweepCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kSweepInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     RequestLoop loop(ctx, out);
     // Prefill.

@@ -17,7 +17,7 @@
 namespace infdoctor::checks {
 namespace {
 
-const CheckInfo kInfo{
+const CheckInfo kTransportInfo{
     "transport",
     "TCP and TLS",
     "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
@@ -63,10 +63,10 @@ nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*
 class TransportCheck final : public Check {
  public:
   explicit TransportCheck(const Options& o)
-      : samples_(o.get_int(kInfo.id, "samples", 5, 1, 1000)),
-        max_addresses_(o.get_int(kInfo.id, "max_addresses", 4, 1, 64)),
-        path_(o.get_string(kInfo.id, "path", "/models")) {}
-  const CheckInfo& info() const override { return kInfo; }
+      : samples_(o.get_int(kTransportInfo.id, "samples", 5, 1, 1000)),
+        max_addresses_(o.get_int(kTransportInfo.id, "max_addresses", 4, 1, 64)),
+        path_(o.get_string(kTransportInfo.id, "path", "/models")) {}
+  const CheckInfo& info() const override { return kTransportInfo; }
   std::vector<Step> plan() const override {
     return {{std::to_string(samples_) + " GET " + path_ + " on fresh connections (over https " + std::to_string(samples_ + 1) +
                  " more offering the last TLS session) and " + std::to_string(samples_ + 1) +
@@ -75,7 +75,7 @@ class TransportCheck final : public Check {
   }
 
   CheckResult run(CheckContext& ctx) override {
-    CheckResult out = CheckResult::start(kInfo.id);
+    CheckResult out = CheckResult::start(kTransportInfo.id);
     const auto& addrs = ctx.addresses();
     if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
     const Target& t = ctx.target();

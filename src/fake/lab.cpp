@@ -1,7 +1,7 @@
 #include "fake/lab.h"
 
 #include <fcntl.h>
-#include <linux/if.h>
+#include <net/if.h>
 #include <linux/if_tun.h>
 #include <poll.h>
 #include <pthread.h>
