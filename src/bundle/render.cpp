@@ -172,14 +172,15 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   o << "\n## Ranked causes\n\n";
   if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
   if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) o << priced << "\n\n";
+  const auto metrics = run::flatten_metrics(r);
   if (!r.adaptations.empty()) o << run::describe_adaptations(r.adaptations) << "\n";
   if (const auto how = run::describe_requests(r); !how.empty()) o << how << "\n";
   if (const auto engine = run::describe_engine(r.engine, r.run_metrics); !engine.empty()) o << engine << "\n";
   int i = 0;
   for (const auto& f : r.diagnosis) {
     o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_and_scope(f)
-      << "): " << fmt("%.0f", f.impact_ms) << " ms, " << fmt("%.0f", f.share * 100) << " % of the reference request's latency, confidence "
-      << fmt("%.2f", f.confidence) << ".  \n   " << f.explanation << "\n";
+      << "): " << rules::describe_impact(f, metrics) << ", confidence " << fmt("%.2f", f.confidence) << ".  \n   "
+      << f.explanation << "\n";
   }
   std::vector<std::string> questions;
   for (const auto& f : r.diagnosis)
@@ -311,10 +312,11 @@ std::string render_html(const run::RunResult& r) {
   o << "<h2>Diagnosis</h2>\n";
   if (r.diagnosis.empty()) o << "<p>No finding: nothing measured explains slowness.</p>\n";
   o << "<ol id=\"diagnosis\">";
+  const auto metrics = run::flatten_metrics(r);
   for (const auto& f : r.diagnosis) {
     o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> (" << rules::severity_name(f.severity)
-      << ", " << html_escape(rules::cause_and_scope(f)) << "): " << fmt("%.0f", f.impact_ms) << " ms, "
-      << fmt("%.0f", f.share * 100) << " %, confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation);
+      << ", " << html_escape(rules::cause_and_scope(f)) << "): " << html_escape(rules::describe_impact(f, metrics))
+      << ", confidence " << fmt("%.2f", f.confidence) << "<br>" << html_escape(f.explanation);
     for (const auto& q : f.ask_provider) o << "<br>Ask the provider: " << html_escape(q);
     for (const auto& a : f.actions) o << "<br>You can: " << html_escape(a);
     o << "</li>";

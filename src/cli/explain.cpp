@@ -36,7 +36,7 @@ int run_explain(const ExplainOptions& o) {
       return code;
   if (o.json != "-") {
     std::cout << "infdoctor explain  " << result->target.base_url << "  measured " << result->started_at << "\n\n"
-              << report::render_diagnosis(result->diagnosis);
+              << report::render_diagnosis(result->diagnosis, run::flatten_metrics(result.value()));
   }
   return run::exit_code(result.value());
 }

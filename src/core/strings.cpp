@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -52,6 +53,13 @@ std::string fill_placeholders(const std::string& text, const std::function<std::
     i = close + 1;
   }
   return out;
+}
+
+std::string count_of(double n, const std::string& noun) {
+  char buf[32];
+  const double whole = std::round(n);
+  std::snprintf(buf, sizeof buf, std::abs(n - whole) < 0.05 ? "%.0f" : "%.1f", n);
+  return std::string(buf) + " " + noun + (std::string(buf) == "1" ? "" : "s");
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {

@@ -15,6 +15,8 @@ void appendf(std::string& out, const char* fmt, ...) __attribute__((format(print
 
 // `text` with every {name} replaced by value(name); text after an unclosed '{' stays as it is.
 std::string fill_placeholders(const std::string& text, const std::function<std::string(const std::string&)>& value);
+// A count with its noun, plural unless it rounds to one: "1 stream", "3 streams", "2.5 streams".
+std::string count_of(double n, const std::string& noun);
 
 // The candidate nearest to `word` within `max_edits` edits (insertions, deletions, substitutions),
 // for "did you mean"; empty when none is that near.

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "checks/registry.h"
+#include "run/runner.h"
 #include "run/workload.h"
 #include "stats/series.h"
 #include "core/strings.h"
@@ -39,9 +40,15 @@ std::string check_headline(const checks::CheckResult& c) {
   if (!info) return std::to_string(c.metrics.size()) + " metrics";
   for (const auto& h : info->headlines) {
     if (h.when && !c.metrics.count(h.when)) continue;
-    return core::fill_placeholders(h.text, [&](const std::string& name) {
-      const bool percent = !name.empty() && name.back() == '%';
-      return headline_value(c, percent ? name.substr(0, name.size() - 1) : name, percent);
+    return core::fill_placeholders(h.text, [&](const std::string& placeholder) {
+      // "{name}", "{name%}" (a ratio as a percentage) or "{name|noun}" (a count with its noun).
+      const auto bar = placeholder.find('|');
+      if (bar != std::string::npos) {
+        const auto it = c.metrics.find(placeholder.substr(0, bar));
+        return it == c.metrics.end() ? std::string("-") : core::count_of(it->second, placeholder.substr(bar + 1));
+      }
+      const bool percent = !placeholder.empty() && placeholder.back() == '%';
+      return headline_value(c, percent ? placeholder.substr(0, placeholder.size() - 1) : placeholder, percent);
     });
   }
   return std::to_string(c.metrics.size()) + " metrics";
@@ -80,25 +87,39 @@ void render_table(std::string& out, const checks::Table& t) {
   if (!t.note.empty()) out += "  " + t.note + "\n";
 }
 
+// A metric as a person reads it: what its declaration says it is, with the name the JSON and the
+// rules use after it.
+std::string metric_label(const std::string& name) {
+  static const std::map<std::string, std::string> help = [] {
+    std::map<std::string, std::string> m;
+    for (const auto& info : checks::all_metrics()) m[info.name] = info.help;
+    return m;
+  }();
+  const auto it = help.find(name);
+  return it == help.end() || it->second.empty() ? name : it->second + " (" + name + ")";
+}
+
 }  // namespace
 
-std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
+std::string render_diagnosis(const std::vector<rules::Finding>& findings, const std::map<std::string, double>& metrics) {
   std::string out;
   const bool any_issue = std::any_of(findings.begin(), findings.end(),
                                      [](const rules::Finding& f) { return f.severity != rules::Severity::Info; });
   if (!any_issue) core::appendf(out, "DIAGNOSIS: no finding above info; nothing measured explains slowness.\n");
   else core::appendf(out, "DIAGNOSIS (ranked by attributed milliseconds)\n");
+  // The reference request the shares are of comes first, so each share's whole is on the page.
+  if (const auto priced = run::describe_workload(metrics); !priced.empty()) out += "\n" + priced + "\n";
   int n = 0;
   for (const auto& f : findings) {
     ++n;
     core::appendf(out, "\n%2d. [%s] %s\n", n, std::string(rules::severity_name(f.severity)).c_str(), f.title.c_str());
-    core::appendf(out, "    %s: %.0f ms, %.0f%% of the reference request's latency, confidence %.2f  (rule %s)\n",
-        rules::cause_and_scope(f).c_str(), f.impact_ms, f.share * 100, f.confidence, f.rule.c_str());
+    core::appendf(out, "    %s: %s, confidence %.2f  (rule %s)\n", rules::cause_and_scope(f).c_str(),
+                  rules::describe_impact(f, metrics).c_str(), f.confidence, f.rule.c_str());
     core::appendf(out, "    %s\n", f.explanation.c_str());
     if (!f.evidence.empty()) {
-      std::string ev;
-      for (const auto& [k, v] : f.evidence) ev += (ev.empty() ? "" : ", ") + k + " " + rules::format_metric(k, v);
-      core::appendf(out, "    evidence: %s\n", ev.c_str());
+      core::appendf(out, "    evidence:\n");
+      for (const auto& [k, v] : f.evidence)
+        core::appendf(out, "      %s: %s\n", metric_label(k).c_str(), rules::format_metric(k, v).c_str());
     }
     for (const auto& q : f.ask_provider) core::appendf(out, "    ask the provider: %s\n", q.c_str());
     for (const auto& a : f.actions) core::appendf(out, "    you can: %s\n", a.c_str());
@@ -109,14 +130,17 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings) {
 std::string render_text(const run::RunResult& r) {
   std::string out;
   core::appendf(out, "infdoctor run  %s  %s\n\n", r.target.base_url.c_str(), r.started_at.c_str());
+  // A run that never reached the model has no diagnosis to give: the cause once, then what was
+  // measured without the model (DNS, the path, TCP and TLS).
   if (!r.unreachable.empty())
-    core::appendf(out, "  COULD NOT MEASURE the model: %s\n  (the findings below cover only what was measured)\n\n",
+    core::appendf(out,
+                  "  COULD NOT MEASURE the model: %s\n  No diagnosis: the checks that need the model did not run. What "
+                  "was measured without it follows.\n\n",
                   r.unreachable.c_str());
   if (!r.interrupted_by.empty())
     core::appendf(out, "  PARTIAL: the run was interrupted (%s); what follows is what was measured until then\n\n",
         r.interrupted_by.c_str());
-  out += render_diagnosis(r.diagnosis);
-  if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) out += "\n" + priced + "\n";
+  if (r.unreachable.empty()) out += render_diagnosis(r.diagnosis, run::flatten_metrics(r));
   if (!r.adaptations.empty()) out += run::describe_adaptations(r.adaptations);
   out += run::describe_requests(r);
   out += run::describe_engine(r.engine, r.run_metrics);
@@ -157,8 +181,13 @@ std::string render_text(const run::RunResult& r) {
   for (const auto& c : r.checks) {
     char took[32];
     std::snprintf(took, sizeof took, "%.1f s", c.duration_ms / 1000.0);
+    std::string headline = check_headline(c);
+    // The cause the run stopped for is said once, above; each check it stopped says so briefly.
+    if (!r.unreachable.empty() && c.status != checks::CheckStatus::Ok &&
+        (headline.find(r.unreachable) != std::string::npos || c.error == "model_unreachable"))
+      headline = "not measured: the model could not be reached (above)";
     core::appendf(out, "  %-14s %-8s %9s  %s\n", c.id.c_str(), std::string(checks::status_name(c.status)).c_str(), took,
-        check_headline(c).c_str());
+        headline.c_str());
   }
   for (const auto& c : r.checks)
     for (const auto& t : c.tables) render_table(out, t);

@@ -13,6 +13,6 @@ std::string render_text(const run::RunResult& r);
 std::string check_headline(const checks::CheckResult& c);
 
 // The ranked diagnosis alone (what `explain` prints).
-std::string render_diagnosis(const std::vector<rules::Finding>& findings);
+std::string render_diagnosis(const std::vector<rules::Finding>& findings, const std::map<std::string, double>& metrics);
 
 }  // namespace infdoctor::report

@@ -52,15 +52,17 @@ struct Locator {
 };
 
 const std::set<std::string> kRuleKeys = {"id",    "cause",   "severity",     "title",   "when",
-                                         "impact_ms", "confidence", "explain", "ask_provider", "actions",
+                                         "impact_ms", "impact_is", "confidence", "explain", "ask_provider", "actions",
                                          "evidence", "notes", "critical_when", "scope", "unless"};
 
+// The metric names a template's placeholders use ("{name}" or "{name|form}", render_template).
 std::vector<std::string> placeholders(const std::string& t) {
   std::vector<std::string> out;
   for (std::size_t i = t.find('{'); i != std::string::npos; i = t.find('{', i + 1)) {
     const auto j = t.find('}', i);
     if (j == std::string::npos) break;
-    out.push_back(t.substr(i + 1, j - i - 1));
+    const std::string p = t.substr(i + 1, j - i - 1);
+    out.push_back(p.substr(0, p.find('|')));
   }
   return out;
 }
@@ -191,6 +193,15 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     const std::string explain = str("explain", true);
     auto when = expr("when", str("when", true));
     auto impact = expr("impact_ms", str("impact_ms", true));
+    // What the milliseconds are, in words: a report without them prints a bare number.
+    const std::string impact_is = str("impact_is", false);
+    if (impact_is.empty() && impact && !(impact->variables().empty() && impact->eval({}) == 0.0))
+      report.warnings.push_back(file.path + ":" + std::to_string(loc.key_line("impact_ms")) + ": rule " + id +
+                                ": impact_is missing: the report cannot say what the impact's milliseconds are");
+    for (const auto& p : placeholders(impact_is))
+      if (!known.count(p)) err("impact_is", "placeholder {" + p + "} is not a known metric");
+    if (impact_is.find_first_of("()") != std::string::npos)
+      err("impact_is", "no parentheses: reports print it inside a pair");
     std::optional<Expression> critical;
     if (r.contains("critical_when")) critical = expr("critical_when", str("critical_when", false));
     // "unless": an expression, or a list of them.
@@ -234,8 +245,8 @@ void load_one(const RuleFile& file, const std::set<std::string>& known, std::set
     check_placeholders("actions", actions);
     if (bad || !when || !impact) continue;
     Rule rule{id,        family, cause,    scope,   std::move(scope_when), scope_else, severity, title,
-              std::move(*when), std::move(unless), std::move(*impact), std::move(critical), conf_value, std::move(conf_expr),
-              explain, ask,    actions,  evidence, file.path, line};
+              std::move(*when), std::move(unless), std::move(*impact), impact_is, std::move(critical), conf_value,
+              std::move(conf_expr), explain, ask,    actions,  evidence, file.path, line};
     out.rules.push_back(std::move(rule));
   }
 }
@@ -275,6 +286,30 @@ std::string cause_and_scope(const Finding& f) {
   for (const auto& [name, where] : kScopes)
     if (f.scope == name) return cause_label(f) + " " + where + (f.where.empty() ? "" : " (" + f.where + ")");
   return cause_label(f);
+}
+
+std::string describe_impact(const Finding& f, const std::map<std::string, double>& metrics) {
+  if (f.impact_ms <= 0 && f.impact_is.empty()) return "no milliseconds attributed";
+  std::string out;
+  core::appendf(out, "%.0f ms", f.impact_ms);
+  if (!f.impact_is.empty()) out += " (" + f.impact_is + ")";
+  const double reference = reference_total_ms(metrics);
+  if (reference <= 0) {
+    core::appendf(out, ", %.0f %% of what the findings attribute together", f.share * 100);
+    return out;
+  }
+  const char* what = metrics.count("run.workload_total_ms") ? "reference request" : "median request of the baseline";
+  const double part = f.share * reference;
+  if (f.on_top) {
+    core::appendf(out, ", on top of the %.0f ms %s (+%.0f %%)", reference, what, f.share * 100);
+  } else if (part + 0.5 < f.impact_ms) {
+    // Causes ranked above already explain the rest of these milliseconds (rules.h, share).
+    core::appendf(out, "; %.0f ms of it not counted above, %.0f %% of the %.0f ms %s", part, f.share * 100, reference,
+                  what);
+  } else {
+    core::appendf(out, ", %.0f %% of the %.0f ms %s", f.share * 100, reference, what);
+  }
+  return out;
 }
 
 std::string cause_label(const Finding& f) {
@@ -339,9 +374,24 @@ std::string format_metric(const std::string& name, double v) {
 }
 
 std::string render_template(const std::string& text, const std::map<std::string, double>& metrics) {
-  return core::fill_placeholders(text, [&](const std::string& name) {
+  return core::fill_placeholders(text, [&](const std::string& placeholder) {
+    const auto bar = placeholder.find('|');
+    const std::string name = placeholder.substr(0, bar);
+    const std::string form = bar == std::string::npos ? "" : placeholder.substr(bar + 1);
     auto it = metrics.find(name);
-    return it == metrics.end() ? std::string("n/a") : format_metric(name, it->second);
+    if (it == metrics.end()) return std::string("n/a");
+    const double v = it->second;
+    char buf[64];
+    if (form == "%") {
+      std::snprintf(buf, sizeof buf, v * 100 >= 10 || v == 0 ? "%.0f %%" : "%.1f %%", v * 100);
+      return std::string(buf);
+    }
+    if (form == "times") {
+      std::snprintf(buf, sizeof buf, v >= 10 ? "%.0f times" : "%.1f times", v);
+      return std::string(buf);
+    }
+    if (!form.empty()) return core::count_of(v, form);
+    return format_metric(name, v);
   });
 }
 
@@ -355,6 +405,22 @@ void sort_findings(std::vector<Finding>& findings) {
     if (a.confidence != b.confidence) return a.confidence > b.confidence;
     return a.rule < b.rule;
   });
+}
+
+namespace {
+
+// Causes whose milliseconds come on top of a typical request rather than inside it.
+const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing",  "dns_slow",     "tls_slow",
+                                      "serialization", "noisy_neighbour", "slow_replica", "network_loss", "overloaded"};
+
+}  // namespace
+
+double reference_total_ms(const std::map<std::string, double>& metrics) {
+  for (const char* name : {"run.workload_total_ms", "baseline.total_p50_ms"}) {
+    const auto it = metrics.find(name);
+    if (it != metrics.end() && it->second > 0) return it->second;
+  }
+  return 0;
 }
 
 std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, double>& metrics) {
@@ -383,6 +449,7 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
       if (c && *c != 0) f.severity = Severity::Critical;
     }
     f.impact_ms = std::max(0.0, *impact);
+    f.impact_is = render_template(r.impact_is, metrics);
     double conf = r.confidence_value.value_or(0.5);
     if (r.confidence_expr) conf = r.confidence_expr->eval(metrics).value_or(0.5);
     f.confidence = std::clamp(conf, 0.0, 1.0);
@@ -409,40 +476,26 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
                         [](const Finding& a, const Finding& b) { return !a.cause.empty() && a.cause == b.cause; }),
             out.end());
   sort_findings(out);
-  // Shares of one whole, so that a run's shares add up to at most 100 %. A typical request's
-  // end-to-end time (the workload's reference request, else the baseline's median) already holds
-  // what network, prefill, decode, the model or buffering cost; a cold start, a rate limit,
-  // queueing behind other requests, a fresh connection's DNS and TLS, a large body or a noisy
-  // neighbour come on top of it. The whole is
-  // the typical request plus everything on top. Causes inside the typical request can explain the
-  // same milliseconds (a slow target model is slow decode): in rank order each takes what is left
-  // of the typical request, never more. Without a baseline, the whole is what the findings
-  // attribute together.
-  static const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing", "dns_slow",
-                                               "tls_slow", "serialization", "noisy_neighbour", "slow_replica", "network_loss", "overloaded"};
-  // The typical request is the reference request of the run's workload where it was priced
-  // (run/workload.h), else the baseline's median.
-  double typical = 0;
-  for (const char* name : {"run.workload_total_ms", "baseline.total_p50_ms"}) {
-    const auto it = metrics.find(name);
-    if (it != metrics.end() && it->second > 0) {
-      typical = it->second;
-      break;
-    }
-  }
-  double on_top = 0, sum = 0;
-  for (const auto& f : out) {
-    sum += f.impact_ms;
-    if (kOnTop.count(f.cause)) on_top += f.impact_ms;
-  }
-  const double whole = typical > 0 ? typical + on_top : sum;
-  double inside_left = typical > 0 ? typical : sum;
+  // Shares of the reference request as the report prints it (reference_total_ms): the workload's
+  // reference request, else the baseline's median. It already holds what network, prefill,
+  // decode, the model or buffering cost; causes inside it can explain the same milliseconds (a
+  // slow target model is slow decode), so in rank order each takes what is left of it, never
+  // more, and their shares add up to at most 100 %. A cold start, a rate limit, queueing behind
+  // other requests, a fresh connection's DNS and TLS, a large body, a noisy neighbour or a slow
+  // replica come on top of it: their share is what they add to it, and may pass 100 %. Without a
+  // reference request, the shares are of what the findings attribute together.
+  const double reference = reference_total_ms(metrics);
+  double sum = 0;
+  for (const auto& f : out) sum += f.impact_ms;
+  double inside_left = reference;
   for (auto& f : out) {
+    f.on_top = reference > 0 && kOnTop.count(f.cause) > 0;
     double part = f.impact_ms;
-    if (typical > 0 && !kOnTop.count(f.cause)) {
+    if (reference > 0 && !f.on_top) {
       part = std::min(part, inside_left);
       inside_left -= part;
     }
+    const double whole = reference > 0 ? reference : sum;
     f.share = whole > 0 ? part / whole : 0.0;
   }
   return out;
@@ -461,7 +514,9 @@ nlohmann::json to_json(const Finding& f) {
           {"where", core::text_or_null(f.where)},
           {"severity", severity_name(f.severity)},
           {"impact_ms", f.impact_ms},
+          {"impact_is", f.impact_is},
           {"share", f.share},
+          {"on_top", f.on_top},
           {"confidence", f.confidence},
           {"title", f.title},
           {"explanation", f.explanation},
@@ -482,6 +537,8 @@ std::optional<Finding> finding_from_json(const nlohmann::json& j) {
     f.severity = core::value_of(kSeverityNames, sev).value_or(Severity::Info);
     f.impact_ms = j.at("impact_ms").get<double>();
     f.share = j.at("share").get<double>();
+    if (auto it = j.find("impact_is"); it != j.end() && it->is_string()) f.impact_is = it->get<std::string>();
+    if (auto it = j.find("on_top"); it != j.end() && it->is_boolean()) f.on_top = it->get<bool>();
     f.confidence = j.at("confidence").get<double>();
     f.title = j.at("title").get<std::string>();
     f.explanation = j.at("explanation").get<std::string>();

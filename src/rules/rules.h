@@ -46,6 +46,7 @@ struct Rule {
   // that case. Each is judged alone, so one unmeasured does not hide another.
   std::vector<Expression> unless;
   Expression impact_ms;
+  std::string impact_is;  // what the milliseconds are, in words (a template, as `explain`)
   std::optional<Expression> critical_when;  // upgrades the finding to critical
   std::optional<double> confidence_value;
   std::optional<Expression> confidence_expr;
@@ -88,7 +89,11 @@ struct Finding {
   std::string where;
   Severity severity = Severity::Info;
   double impact_ms = 0;
-  double share = 0;        // of the reference request and what comes on top of it, 0..1
+  std::string impact_is;   // what those milliseconds are, in words
+  // Of the reference request (reference_total_ms): a part of it, or with `on_top` what the cause
+  // adds to it (then it may pass 1).
+  double share = 0;
+  bool on_top = false;
   double confidence = 0;   // 0..1
   std::string title;
   std::string explanation;
@@ -97,6 +102,15 @@ struct Finding {
   std::vector<std::string> actions;
 };
 
+// The reference request's end-to-end time the shares are of: the workload's reference request
+// where it was priced (run/workload.h), else the baseline's median; 0 when neither was measured.
+double reference_total_ms(const std::map<std::string, double>& metrics);
+
+// The finding's milliseconds in words, with its share of the reference request the report prints:
+// "3429 ms (the reference reply's tokens at 60.0 ms each instead of 33 ms), 44 % of the 7761 ms
+// reference request", or "on top of the 7761 ms reference request (+20 %)".
+std::string describe_impact(const Finding& f, const std::map<std::string, double>& metrics);
+
 // Applies every rule to the metrics ("check.metric" -> value) and ranks what fires (sort_findings).
 std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, double>& metrics);
 
@@ -104,7 +118,11 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
 // then confidence, then rule id.
 void sort_findings(std::vector<Finding>& findings);
 
-// "{baseline.tpot_p50_ms}" -> "62.1 ms": placeholders formatted with the unit their name ends in.
+// "{baseline.tpot_p50_ms}" -> "62.1 ms": placeholders formatted with the unit their name ends in;
+// a form after a bar says it in words: "{run.slow_share_ratio|%}" -> "33 %",
+// "{concurrency.queue_wait_p90_services_ratio|times}" -> "7.1 times", and any other word is the
+// noun a count counts, plural unless it is one: "{concurrency.parallelism_count|stream}" ->
+// "3 streams".
 std::string render_template(const std::string& text, const std::map<std::string, double>& metrics);
 std::string format_metric(const std::string& name, double value);
 // The cause as reports print it: the taxonomy's name, "limit" for a violated --slo, else the rule's

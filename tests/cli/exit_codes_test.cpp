@@ -77,6 +77,28 @@ TEST_CASE("exit 3: an unknown model, with where to list the known ones") {
   CHECK(last_line(r.err).find("/v1/models lists") != std::string::npos);
 }
 
+TEST_CASE("exit 3: the text report says the cause once, gives no diagnosis, and the stopped checks say so briefly") {
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
+  auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model",
+                             "Qwen2.5-72B-Instruct", "--quick", "--api-key-env", "INFDOCTOR_TEST_NO_SUCH_KEY"},
+                            120s);
+  REQUIRE(r.ok());
+  CHECK(r->exit_code == 3);
+  const std::string& out = r->out;
+  CAPTURE(out);
+  const std::string cause = "does not know model 'Qwen2.5-72B-Instruct'";
+  const auto first = out.find(cause);
+  CHECK(first != std::string::npos);
+  CHECK(out.find(cause, first + 1) == std::string::npos);  // once, however many checks it stopped
+  CHECK(out.find("DIAGNOSIS") == std::string::npos);
+  CHECK(out.find("No diagnosis") != std::string::npos);
+  const auto row = out.find("\n  baseline ");
+  REQUIRE(row != std::string::npos);
+  CHECK(out.substr(row, out.find('\n', row + 1) - row).find("not measured: the model could not be reached (above)") !=
+        std::string::npos);
+  CHECK(out.find("path           ok") != std::string::npos);  // what needs no model was still measured
+}
+
 TEST_CASE("exit 3: a base URL with the wrong path, and transport says its GETs met 404") {
   auto server = test::start_fake(kKeyed);
   test::TempFile key("sk-fake-right-0123456789", "key");

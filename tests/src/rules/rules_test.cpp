@@ -46,7 +46,7 @@ std::string one_rule(const std::map<std::string, std::string>& changed) {
 }
 
 const char* kGood = R"({"id": "dns.slow", "cause": "dns_slow", "scope": "client_path", "severity": "warning", "title": "slow DNS",
-  "when": "dns.p50_ms > 100 && dns.samples_count >= 3", "impact_ms": "dns.p50_ms - 20",
+  "when": "dns.p50_ms > 100 && dns.samples_count >= 3", "impact_ms": "dns.p50_ms - 20", "impact_is": "the lookup",
   "confidence": "dns.samples_count >= 5 ? 0.9 : 0.6", "explain": "median {dns.p50_ms}, worst {dns.max_ms}",
   "ask_provider": [], "actions": ["try another resolver"], "evidence": ["dns.max_ms"]})";
 
@@ -184,9 +184,11 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   CHECK(found[0].rule == "dns.b");  // 300 ms; dns.a (same cause, fewer ms) is folded into it
   CHECK(found[1].rule == "dns.d");  // 200 ms: a cause, critical or not
   CHECK(found[2].rule == "dns.c");  // 200 ms and more confident, but info: a note after the causes
-  // The whole is the typical request (1000 ms) plus what comes on top of it (DNS 300, TLS 200).
-  CHECK(found[0].share == doctest::Approx(300.0 / 1500));
-  CHECK(found[2].share == doctest::Approx(200.0 / 1500));  // the round trip is inside the typical request
+  // Shares are of the 1000 ms reference request: DNS and TLS come on top of it, the round trip inside.
+  CHECK(found[0].share == doctest::Approx(300.0 / 1000));
+  CHECK(found[0].on_top);
+  CHECK(found[2].share == doctest::Approx(200.0 / 1000));
+  CHECK_FALSE(found[2].on_top);
   CHECK(found[2].severity == Severity::Info);
 
   // A note of a cause never hides its warning, however many milliseconds the note counts (the

@@ -1,5 +1,6 @@
-// The shares of one run are parts of one whole (a typical request plus what comes on top of it):
-// whatever fires, in whatever magnitudes, they add up to at most 100 %.
+// The shares of one run are of the reference request the report prints: the causes inside it add
+// up to at most 100 % of it, whatever fires in whatever magnitudes; a cause on top of it is what it
+// adds to it.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,7 +19,7 @@ RuleSet load(const std::string& text, LoadReport& report) {
 
 }  // namespace
 
-TEST_CASE("shares of one run add up to at most 100 %, for random findings on random baselines") {
+TEST_CASE("shares inside the reference request add up to at most 100 %, for random findings on random baselines") {
   std::mt19937_64 rng(15);
   std::uniform_real_distribution<double> u(0, 1);
   const auto& all = causes();
@@ -40,11 +41,16 @@ TEST_CASE("shares of one run add up to at most 100 %, for random findings on ran
     std::map<std::string, double> metrics;
     if (u(rng) < 0.8) metrics["baseline.total_p50_ms"] = 50 + u(rng) * 10000;
     const auto found = diagnose(set, metrics);
+    const double reference = reference_total_ms(metrics);
     double sum = 0;
     for (const auto& f : found) {
       CHECK(f.share >= 0);
-      CHECK(f.share <= 1);
-      sum += f.share;
+      if (f.on_top) {
+        CHECK(f.share == doctest::Approx(f.impact_ms / reference));
+      } else {
+        CHECK(f.share <= 1);
+        sum += f.share;
+      }
     }
     CHECK_MESSAGE(sum <= 1 + 1e-9, "draw " << draw << ": shares add up to " << sum);
   }
@@ -64,17 +70,24 @@ TEST_CASE("two causes that explain the same milliseconds split the typical reque
   const auto found = diagnose(set, {{"baseline.total_p50_ms", 1000}});
   REQUIRE(found.size() == 3);
   CHECK(found[0].rule == "x.cold");
-  CHECK(found[0].share == doctest::Approx(2000.0 / 3000));  // on top of the 1000 ms request
-  CHECK(found[1].share == doctest::Approx(860.0 / 3000));
-  CHECK(found[2].share == doctest::Approx(140.0 / 3000));   // what the first left of the typical request
-  CHECK(found[2].impact_ms == 800);                         // its own milliseconds are kept as measured
+  CHECK(found[0].share == doctest::Approx(2.0));  // on top of the 1000 ms request: twice what it takes
+  CHECK(found[0].on_top);
+  CHECK(found[1].share == doctest::Approx(0.86));
+  CHECK(found[2].share == doctest::Approx(0.14));  // what the first left of the typical request
+  CHECK(found[2].impact_ms == 800);                // its own milliseconds are kept as measured
+  CHECK(describe_impact(found[2], {{"baseline.total_p50_ms", 1000}}) ==
+        "800 ms; 140 ms of it not counted above, 14 % of the 1000 ms median request of the baseline");
+  CHECK(describe_impact(found[0], {{"baseline.total_p50_ms", 1000}}) ==
+        "2000 ms, on top of the 1000 ms median request of the baseline (+200 %)");
 
-  // Priced on a workload (run/workload.h), the reference request is the whole, not the baseline's.
-  const auto priced = diagnose(set, {{"baseline.total_p50_ms", 1000}, {"run.workload_total_ms", 3000}});
+  // Priced on a workload (run/workload.h), the shares are of its reference request, not the baseline's.
+  const std::map<std::string, double> workload = {{"baseline.total_p50_ms", 1000}, {"run.workload_total_ms", 3000}};
+  const auto priced = diagnose(set, workload);
   REQUIRE(priced.size() == 3);
-  CHECK(priced[0].share == doctest::Approx(2000.0 / 5000));
-  CHECK(priced[1].share == doctest::Approx(860.0 / 5000));
-  CHECK(priced[2].share == doctest::Approx(800.0 / 5000));  // room enough in the longer request for both
+  CHECK(priced[0].share == doctest::Approx(2000.0 / 3000));
+  CHECK(priced[1].share == doctest::Approx(860.0 / 3000));
+  CHECK(priced[2].share == doctest::Approx(800.0 / 3000));  // room enough in the longer request for both
+  CHECK(describe_impact(priced[1], workload) == "860 ms, 29 % of the 3000 ms reference request");
 }
 
 }  // namespace infdoctor::rules
