@@ -113,7 +113,7 @@ class SweepCheck final : public Check {
         req.model = ctx.models().target;
         req.prompt = api::synthetic_prompt(words);
         req.max_tokens = prefill_max_tokens_;
-        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}});
+        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}, {"prompt_words", words}});
         if (!s) break;
         if (!s->ok) {
           if (s->http_status == 400 || s->http_status == 413) refused = true;  // too long for the model

@@ -34,6 +34,18 @@ struct Context {
   // and the idle gap after which the run saw a cold start (repro.sh waits it out, then asks).
   long long prompt_tokens = 0, max_tokens = 0;
   std::optional<double> cold_after_s;
+  // The requests that showed the top finding, which repro.sh sends again one by one, each beside
+  // the run's own time to its first content (without connection setup). Empty: the baseline's.
+  struct ReproRequest {
+    std::string what;           // "after 3 s idle", "2048 prompt tokens"
+    bool small_model = false;   // the small model, else the target
+    int prompt_words = 1;       // the synthetic prompt's words (api::synthetic_prompt)
+    long long max_tokens = 1;
+    double idle_before_s = 0;   // waited before sending it
+    double run_ttft_ms = 0;
+  };
+  std::string repro_shows;  // the finding they show: "cold_start at the target model"
+  std::vector<ReproRequest> repro;
 };
 
 // The endpoint as repro.sh must address it: its URL, the variable its key is read from, the

@@ -224,7 +224,9 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
     o << "\nClient: requests left from " << core::join(std::vector<std::string>(local.begin(), local.end()), ", ")
       << " (this host's address on the connection; behind NAT or a proxy the provider sees another).\n";
   }
-  o << "\n## How to reproduce\n\n- `sh repro.sh` sends the same kind of request with curl; it reads the API key from `$"
+  o << "\n## How to reproduce\n\n- `sh repro.sh` sends again, with curl, the requests that showed "
+    << (ctx.repro_shows.empty() ? std::string("the run's baseline") : "the top finding (" + ctx.repro_shows + ")")
+    << " and prints each one's time to its first content beside the run's; it reads the API key from `$"
     << ctx.api_key_env << "`.\n- The run itself: `" << ctx.command_line << "`\n";
   o << "\n## Checks\n\n| check | status | took | result |\n|---|---|---|---|\n";
   for (const auto& c : r.checks)
@@ -255,42 +257,72 @@ std::string render_repro(const Context& ctx) {
   for (const auto& h : ctx.headers) headers += " -H " + shell_quote(h);
   const std::string query = ctx.query.empty() ? "" : "?" + ctx.query;
   const bool anthropic = ctx.flavour == api::Flavour::Anthropic;
-  o << "#!/bin/sh\n# Reproduces infdoctor's requests with curl, with the phase timings curl measures.\n"
+  o << "#!/bin/sh\n"
+    << "# Sends again, with curl, the requests that showed "
+    << (ctx.repro_shows.empty() ? std::string("the run's baseline") : "the top finding (" + ctx.repro_shows + ")")
+    << ":\n# the same prompt length, max_tokens and idle gap before each. Each is timed to its first\n"
+    << "# content event, as infdoctor timed it (without connection setup), and printed beside the\n"
+    << "# run's number; the raw stream goes to a file ($OUT/repro-N.sse), not the terminal.\n"
     << "# The API key is read from $" << ctx.api_key_env << " at run time; it is not in this file.\n"
     << "set -eu\nBASE_URL=${BASE_URL:-" << shell_quote(base) << "}\n"
     << "# MODEL and SMALL_MODEL, like BASE_URL, default to the run's and can be set to ask elsewhere.\n"
     << "MODEL=${MODEL:-" << shell_quote(ctx.models.empty() ? "" : ctx.models[0]) << "}\n"
     << (ctx.models.size() > 1 ? "SMALL_MODEL=${SMALL_MODEL:-" + shell_quote(ctx.models[1]) + "}\n" : "")
-    << "# curl's 'first byte' is the response headers: a stream's first token comes later (watch it arrive).\n"
-    << "TIMING='\\nnamelookup %{time_namelookup}s connect %{time_connect}s tls %{time_appconnect}s "
-    << "first byte (headers) %{time_starttransfer}s total %{time_total}s http %{http_code}\\n'\n\n"
-    << "echo '== GET /models (transport check)'\n"
-    << "curl -sS -o /dev/null -w \"$TIMING\" " << headers << " \"$BASE_URL/models" << query << "\"\n";
-  // The baseline check's request as the run sent it, to each model; the model is the shell's.
-  const std::string prompt = ctx.prompt_tokens > 0 ? api::synthetic_prompt(static_cast<int>(ctx.prompt_tokens))
-                                                   : std::string("Count from one to twenty.");
-  const long long max_tokens = ctx.max_tokens > 0 ? ctx.max_tokens : 64;
-  const auto request = [&](const std::string& model_var, const std::string& what) {
+    << "OUT=${OUT:-.}\nn=0\n\n"
+    << "echo '== GET /models (curl: connect, TLS, first byte)'\n"
+    << "curl -sS -o /dev/null -w 'connect %{time_connect}s tls %{time_appconnect}s first byte %{time_starttransfer}s http %{http_code}\\n' "
+    << headers << " \"$BASE_URL/models" << query << "\"\n\n"
+    << "# ask WHAT IDLE_S RUN_TTFT_MS BODY: waits IDLE_S, sends BODY streamed, keeps the stream in\n"
+    << "# $OUT/repro-N.sse and prints the time to its first content event beside the run's ('-': none).\n"
+    << "ask() {\n"
+    << "  n=$((n + 1)); out=\"$OUT/repro-$n.sse\"; : > \"$out\"\n"
+    << "  if [ \"$2\" != 0 ]; then echo \"(idle $2 s)\"; sleep \"$2\"; fi\n"
+    << "  start=$(date +%s%N)\n"
+    << "  first=$(curl -sS -N -w '%{stderr}%{time_pretransfer}\\n' -H 'Content-Type: application/json' " << headers
+    << " \\\n    -d \"$4\" \"$BASE_URL" << api::chat_path(ctx.flavour) << query << "\" 2>\"$out.curl\" | {\n"
+    << "    first=\n"
+    << "    while IFS= read -r line; do\n"
+    << "      printf '%s\\n' \"$line\" >>\"$out\"\n"
+    << "      if [ -z \"$first\" ]; then\n"
+    << "        case \"$line\" in *'\"content\":\"'[!\\\"]* | *'\"text\":\"'[!\\\"]*) first=$(date +%s%N) ;; esac\n"
+    << "      fi\n"
+    << "    done\n"
+    << "    echo \"$first\"\n"
+    << "  }) || true\n"
+    << "  setup=$(tail -n 1 \"$out.curl\")\n"
+    << "  if [ -z \"$first\" ]; then echo \"$1: no content event (see $out and $out.curl)\"; return 0; fi\n"
+    << "  awk -v a=\"$start\" -v b=\"$first\" -v s=\"$setup\" -v run=\"$3\" -v what=\"$1\" -v out=\"$out\" 'BEGIN {\n"
+    << "    ms = (b - a) / 1e6 - s * 1000\n"
+    << "    if (run == \"-\") printf \"%s: first content after %.0f ms; stream in %s\\n\", what, ms, out\n"
+    << "    else printf \"%s: first content after %.0f ms (run: %.0f ms, %+.0f %%); stream in %s\\n\", what, ms, run, (ms / run - 1) * 100, out\n"
+    << "  }'\n"
+    << "}\n";
+  // Each request's body as the run sent it: the model from the shell, the prompt's first word
+  // made unique at send time (as the run makes it, so no prefix cache serves it).
+  for (const auto& r : ctx.repro) {
+    const std::string prompt = api::synthetic_prompt(std::max(1, r.prompt_words));
+    const auto space = prompt.find(' ');
     json body = {{"model", "@MODEL@"},
-                 {"messages", json::array({{{"role", "user"}, {"content", prompt}}})},
-                 {"max_tokens", max_tokens},
+                 {"messages", json::array({{{"role", "user"}, {"content", "@WORD@" + (space == std::string::npos ? "" : prompt.substr(space))}}})},
+                 {"max_tokens", r.max_tokens},
                  {"stream", true}};
     if (!anthropic) body["stream_options"] = {{"include_usage", true}};
-    const std::string text = body.dump();
-    const auto at = text.find("@MODEL@");  // the body in quotes, the model from the shell between them
-    o << "\necho \"== " << what << ", model $" << model_var << " (watch the tokens arrive)\"\n"
-      << "curl -sS -N -w \"$TIMING\" -H 'Content-Type: application/json' " << headers << " \\\n  -d "
-      << shell_quote(text.substr(0, at)) << "\"$" << model_var << "\"" << shell_quote(text.substr(at + 7)) << " \"$BASE_URL"
-      << api::chat_path(ctx.flavour) << query << "\"\n";
-  };
-  const std::string kind = std::string("streamed ") + (anthropic ? "message" : "chat completion") + " as the baseline sent it";
-  if (!ctx.models.empty()) request("MODEL", kind);
-  if (ctx.models.size() > 1) request("SMALL_MODEL", kind);
-  if (ctx.cold_after_s && !ctx.models.empty()) {
-    const long long wait = static_cast<long long>(std::ceil(*ctx.cold_after_s));
-    o << "\n# The run saw a cold start after " << wait << " s idle: wait as long, then ask once more.\n"
-      << "echo '== idle " << wait << " s, then the same request (cold start?)'\nsleep " << wait << '\n';
-    request("MODEL", "after the idle gap");
+    std::string text = body.dump();
+    std::string shell;
+    for (;;) {
+      const auto m = text.find("@MODEL@"), w = text.find("@WORD@");
+      if (m == std::string::npos && w == std::string::npos) break;
+      const bool model_first = w == std::string::npos || (m != std::string::npos && m < w);
+      const auto at = model_first ? m : w;
+      shell += shell_quote(text.substr(0, at)) + (model_first ? (r.small_model ? "\"$SMALL_MODEL\"" : "\"$MODEL\"")
+                                                              : std::string("\"r$(date +%s%N)\""));
+      text = text.substr(at + (model_first ? 7 : 6));
+    }
+    shell += shell_quote(text);
+    char run_ms[32] = "-";  // a warm-up: nothing to compare with
+    if (r.run_ttft_ms > 0) std::snprintf(run_ms, sizeof run_ms, "%.0f", r.run_ttft_ms);
+    o << "\nask " << shell_quote(r.what) << " " << checks::format_number(std::ceil(r.idle_before_s)) << " " << run_ms << " \\\n  "
+      << shell << "\n";
   }
   return o.str();
 }

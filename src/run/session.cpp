@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "api/endpoint_spec.h"
@@ -12,6 +15,7 @@
 #include "core/redact.h"
 #include "report/prometheus.h"
 #include "report/text.h"
+#include "stats/fit.h"
 
 namespace infdoctor::run {
 namespace {
@@ -27,6 +31,108 @@ core::Status try_output(const std::string& flag, const std::string& path) {
     return core::make_error(core::ErrorCode::Io, "cannot write " + flag + " " + path, st.error().detail);
   std::filesystem::remove(probe, ec);
   return {};
+}
+
+// The requests that showed the run's top finding, for repro.sh to send again: a cold start's
+// warm request and the one after the idle gap that went cold; slow prefill's shortest and longest
+// prompts of the sweep; anything else the baseline's request to each model. Each with the run's
+// median time to first content over the requests it stands for.
+void choose_repro(const RunResult& r, const std::vector<PlannedStep>& steps, bundle::Context& bc) {
+  const auto top = std::find_if(r.diagnosis.begin(), r.diagnosis.end(),
+                                [](const rules::Finding& f) { return f.severity != rules::Severity::Info; });
+  const std::string cause = top == r.diagnosis.end() ? "" : top->cause;
+  const auto check = [&](const char* id) -> const checks::CheckResult* {
+    for (const auto& c : r.checks)
+      if (c.id == id && c.status == checks::CheckStatus::Ok) return &c;
+    return nullptr;
+  };
+  const auto step_words = [&](const char* id, const std::string& model) {
+    for (const auto& p : steps)
+      if (p.check == id && p.step.model == model && p.step.prompt_tokens > 0) return static_cast<int>(p.step.prompt_tokens);
+    return 16;
+  };
+  // The run's median time to first content over the requests `pick` takes, with the last of them.
+  const auto gather = [](const checks::CheckResult& c, const std::function<bool(const nlohmann::json&, const api::RequestSample&)>& pick,
+                         double& ttft, const checks::LabelledSample*& last) {
+    std::vector<double> t;
+    for (const auto& req : c.requests)
+      if (req.sample.ok && pick(req.label, req.sample))
+        if (auto v = checks::server_ttft_ms(req.sample)) {
+          t.push_back(*v + req.sample.loading_wait_ms.value_or(0));
+          last = &req;
+        }
+    ttft = stats::median(t).value_or(0);
+    return !t.empty();
+  };
+  bc.repro.clear();
+  if (cause == "cold_start") {
+    const auto* c = check("coldstart");
+    const auto threshold = metric(r, "coldstart.threshold_s");
+    if (c && threshold) {
+      const int words = step_words("coldstart", "target");
+      double warm = 0, cold = 0;
+      const checks::LabelledSample* last = nullptr;
+      const bool got_warm = gather(*c, [](const nlohmann::json& l, const api::RequestSample&) {
+        return l.value("phase", "") == "baseline";
+      }, warm, last);
+      const bool got_cold = gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
+        return l.contains("gap_s") && l["gap_s"].is_number() && std::abs(l["gap_s"].get<double>() - *threshold) < 1e-9;
+      }, cold, last);
+      if (got_warm && got_cold) {
+        // A model left idle since the run went cold again: the first request only warms it up.
+        bc.repro.push_back({"warm-up", false, words, 1, 0, 0});
+        bc.repro.push_back({"back to back (warm)", false, words, 1, 0, warm});
+        bc.repro_shows = rules::cause_and_scope(*top);
+        bc.repro.push_back({"after " + checks::format_number(*threshold) + " s idle", false, words, 1, *threshold, cold});
+        return;
+      }
+    }
+  }
+  if (cause == "prefill_bound") {
+    if (const auto* c = check("sweep")) {
+      int lo = 0, hi = 0;
+      for (const auto& req : c->requests)
+        if (req.label.value("sweep", "") == "prefill" && req.label.contains("prompt_words") && req.sample.ok) {
+          const int w = req.label["prompt_words"].get<int>();
+          if (lo == 0 || w < lo) lo = w;
+          hi = std::max(hi, w);
+        }
+      for (const int words : {lo, hi}) {
+        if (words == 0 || lo == hi) continue;
+        double ttft = 0;
+        const checks::LabelledSample* last = nullptr;
+        gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
+          return l.value("sweep", "") == "prefill" && l.value("prompt_words", 0) == words;
+        }, ttft, last);
+        if (!last) continue;
+        const auto tokens = last->sample.prompt_tokens.value_or(words);
+        bc.repro.push_back({std::to_string(tokens) + " prompt tokens", false, words,
+                            std::max<long long>(1, last->sample.output_tokens.value_or(1)), 0, ttft});
+      }
+      if (bc.repro.size() == 2) {
+        bc.repro_shows = rules::cause_and_scope(*top);
+        return;
+      }
+      bc.repro.clear();
+    }
+  }
+  // Anything else: the baseline's request to each model.
+  if (const auto* c = check("baseline")) {
+    for (const bool small : {false, true}) {
+      const std::string& model = small ? r.models.small : r.models.target;
+      if (model.empty()) continue;
+      double ttft = 0;
+      const checks::LabelledSample* last = nullptr;
+      gather(*c, [&](const nlohmann::json&, const api::RequestSample& s) { return s.model == model; }, ttft, last);
+      if (!last) continue;
+      long long max_tokens = 64;
+      for (const auto& p : steps)
+        if (p.check == "baseline" && p.step.model == (small ? "small" : "target")) max_tokens = p.step.max_tokens;
+      bc.repro.push_back({small ? "the small model" : "the target model", small, step_words("baseline", small ? "small" : "target"),
+                          max_tokens, 0, ttft});
+    }
+    if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
+  }
 }
 
 }  // namespace
@@ -201,6 +307,7 @@ int Session::finish(RunResult& r) {
         bc.max_tokens = p.step.max_tokens;
       }
     bc.cold_after_s = metric(r, "coldstart.threshold_s");
+    choose_repro(r, steps(), bc);
     bc.partial = !r.interrupted_by.empty();
     pacer_->set_sample_sink({});
     samples_.reset();

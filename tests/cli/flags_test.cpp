@@ -198,16 +198,20 @@ TEST_CASE("repro.sh runs as is against another server and model, with the run's 
   // The first server is gone; the script is pointed elsewhere from the environment alone.
   first.reset();
   auto second = test::start_fake(R"({"models": {"other": {"overhead_ms": 5, "decode_ms_per_token": 1}}})");
-  r = command({"sh", bundle + "/repro.sh"}, {"BASE_URL=" + second->base_url(), "MODEL=other"});
+  r = command({"sh", bundle + "/repro.sh"}, {"BASE_URL=" + second->base_url(), "MODEL=other", "OUT=" + scratch.dir()});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("first byte (headers) ") != std::string::npos);
+  CHECK(r.out.find("the target model: first content after ") != std::string::npos);
   const auto served = second->served();
   REQUIRE(served.size() == 1);  // the baseline's request (the fake logs model requests)
   CHECK(served[0].model == "other");
   CHECK(served[0].status == 200);
-  CHECK(r.out.find("\"prompt_tokens\":50,") != std::string::npos);  // the run's request: its prompt
-  CHECK(r.out.find("\"completion_tokens\":7,") != std::string::npos);  // and its max_tokens
+  // The stream is in its file, not on the terminal: the run's request, its prompt and max_tokens.
+  CHECK(r.out.find("data:") == std::string::npos);
+  std::ifstream in(scratch.dir() + "/repro-1.sse");
+  const std::string stream((std::istreambuf_iterator<char>(in)), {});
+  CHECK(stream.find("\"prompt_tokens\":50,") != std::string::npos);
+  CHECK(stream.find("\"completion_tokens\":7,") != std::string::npos);
 }
 
 TEST_CASE("rules list: every built-in rule with its severity, cause and condition, and a broken directory is exit 3") {
