@@ -4,6 +4,7 @@
 
 #include "core/redact.h"
 #include "core/strings.h"
+#include "stats/series.h"
 
 namespace infdoctor::run {
 namespace {
@@ -152,6 +153,20 @@ checks::Cost planned_cost(const std::vector<PlannedStep>& steps) {
   return checks::cost_of(taken);
 }
 
+std::string series_blind_spot(const std::vector<PlannedStep>& steps) {
+  // The run's requests read as one time series (run/runner.cpp, read_series) count when they are
+  // streamed and bring 8 tokens or more, and are not the concurrency check's parallel streams
+  // (counted out here whole): a plan with fewer than the series needs cannot see slowdowns over time.
+  int series = 0;
+  for (const auto& p : steps)
+    if (!p.model.empty() && p.check != "concurrency" && p.step.stream && p.step.max_tokens >= 8)
+      series += p.step.requests;
+  if (series >= static_cast<int>(stats::kMinSamples)) return "";
+  return "it cannot judge slowdowns over time (a noisy neighbour, a slow replica): that needs " +
+         std::to_string(stats::kMinSamples) + " requests of 8 tokens or more, it plans about " + std::to_string(series) +
+         " (the default profile sends enough)";
+}
+
 std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests) {
   const checks::Cost total = planned_cost(steps);
   if (total.requests == 0) return "";
@@ -164,9 +179,11 @@ std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests) {
   const std::string parts = core::join_by(per_check, ", ", [](const auto& pc) {
     return pc.first + " " + std::to_string(pc.second);
   });
-  return "plan: at most " + std::to_string(total.requests) + " model requests (" + parts + "), about " +
-         std::to_string(total.prompt_tokens) + " prompt and " + std::to_string(total.output_tokens) +
-         " output tokens; budget " + std::to_string(max_requests) + " (--max-requests)";
+  std::string line = "plan: at most " + std::to_string(total.requests) + " model requests (" + parts + "), about " +
+                     std::to_string(total.prompt_tokens) + " prompt and " + std::to_string(total.output_tokens) +
+                     " output tokens; budget " + std::to_string(max_requests) + " (--max-requests)";
+  if (const auto blind = series_blind_spot(steps); !blind.empty()) line += "; " + blind;
+  return line;
 }
 
 std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpoint& ep, int max_requests) {
@@ -195,6 +212,7 @@ std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpo
       sum.requests, sum.prompt_tokens, sum.output_tokens);
   core::appendf(out, "budget: %d (--max-requests)%s\n", max_requests,
       sum.requests > max_requests ? "; the run would stop checks once it is spent" : "");
+  if (const auto blind = series_blind_spot(steps); !blind.empty()) core::appendf(out, "this plan: %s\n", blind.c_str());
   return out;
 }
 

@@ -61,6 +61,9 @@ checks::Cost planned_cost(const std::vector<PlannedStep>& steps);
 
 // "plan: at most N model requests (coldstart 5, ...), about P prompt and O output tokens; budget B";
 // empty when the run sends no model request.
+// What the plan cannot see, said before anything is sent: "it cannot judge slowdowns over time
+// ..." when it sends fewer requests than the time series needs; empty when it sends enough.
+std::string series_blind_spot(const std::vector<PlannedStep>& steps);
 std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests);
 // Every step with its model, prompt and output tokens, and the total: `--dry-run`'s report.
 std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpoint& ep, int max_requests);

@@ -176,6 +176,10 @@ TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing"
   // Accept-Encoding, not streamed) + concurrency 15 (and 8 more on connections of their own,
   // sent only over HTTP/2).
   CHECK(r.out.find("total: at most 47 model requests") != std::string::npos);
+  // Quick sends too few requests for the time series: it says so before anything is sent.
+  CHECK(r.out.find("this plan: it cannot judge slowdowns over time") != std::string::npos);
+  const auto full = run({"--base-url", server->base_url(), "--model", "big", "--small-model", "small", "--dry-run"});
+  CHECK(full.out.find("cannot judge slowdowns") == std::string::npos);  // the default profile sends enough
 
   SUBCASE("without --model the model checks say they would be skipped") {
     const auto n = run({"--base-url", server->base_url(), "--dry-run"});
