@@ -268,7 +268,10 @@ std::string render_repro(const Context& ctx) {
     << "# MODEL and SMALL_MODEL, like BASE_URL, default to the run's and can be set to ask elsewhere.\n"
     << "MODEL=${MODEL:-" << shell_quote(ctx.models.empty() ? "" : ctx.models[0]) << "}\n"
     << (ctx.models.size() > 1 ? "SMALL_MODEL=${SMALL_MODEL:-" + shell_quote(ctx.models[1]) + "}\n" : "")
-    << "OUT=${OUT:-.}\nn=0\n\n"
+    << "OUT=${OUT:-.}\nn=0\n"
+    << "# Nanoseconds since the epoch: GNU date's %N, else Perl's clock (BSD and macOS date lack %N).\n"
+    << "now() {\n  t=$(date +%s%N)\n  case \"$t\" in\n    *N) perl -MTime::HiRes=time -e 'printf \"%.0f\\n\", time * 1e9' ;;\n"
+    << "    *) echo \"$t\" ;;\n  esac\n}\n\n"
     << "echo '== GET /models (curl: connect, TLS, first byte)'\n"
     << "curl -sS -o /dev/null -w 'connect %{time_connect}s tls %{time_appconnect}s first byte %{time_starttransfer}s http %{http_code}\\n' "
     << headers << " \"$BASE_URL/models" << query << "\"\n\n"
@@ -277,14 +280,14 @@ std::string render_repro(const Context& ctx) {
     << "ask() {\n"
     << "  n=$((n + 1)); out=\"$OUT/repro-$n.sse\"; : > \"$out\"\n"
     << "  if [ \"$2\" != 0 ]; then echo \"(idle $2 s)\"; sleep \"$2\"; fi\n"
-    << "  start=$(date +%s%N)\n"
+    << "  start=$(now)\n"
     << "  first=$(curl -sS -N -w '%{stderr}%{time_pretransfer}\\n' -H 'Content-Type: application/json' " << headers
     << " \\\n    -d \"$4\" \"$BASE_URL" << api::chat_path(ctx.flavour) << query << "\" 2>\"$out.curl\" | {\n"
     << "    first=\n"
     << "    while IFS= read -r line; do\n"
     << "      printf '%s\\n' \"$line\" >>\"$out\"\n"
     << "      if [ -z \"$first\" ]; then\n"
-    << "        case \"$line\" in *'\"content\":\"'[!\\\"]* | *'\"text\":\"'[!\\\"]*) first=$(date +%s%N) ;; esac\n"
+    << "        case \"$line\" in *'\"content\":\"'[!\\\"]* | *'\"text\":\"'[!\\\"]*) first=$(now) ;; esac\n"
     << "      fi\n"
     << "    done\n"
     << "    echo \"$first\"\n"
@@ -315,7 +318,7 @@ std::string render_repro(const Context& ctx) {
       const bool model_first = w == std::string::npos || (m != std::string::npos && m < w);
       const auto at = model_first ? m : w;
       shell += shell_quote(text.substr(0, at)) + (model_first ? (r.small_model ? "\"$SMALL_MODEL\"" : "\"$MODEL\"")
-                                                              : std::string("\"r$(date +%s%N)\""));
+                                                              : std::string("\"r$(now)\""));
       text = text.substr(at + (model_first ? 7 : 6));
     }
     shell += shell_quote(text);
