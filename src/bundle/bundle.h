@@ -30,10 +30,6 @@ struct Context {
   std::vector<std::string> headers;
   std::vector<rules::RuleFile> rules;
   bool partial = false;      // interrupted: the bundle holds what was measured before
-  // The baseline check's request, which repro.sh sends again (0: not planned; a short one instead),
-  // and the idle gap after which the run saw a cold start (repro.sh waits it out, then asks).
-  long long prompt_tokens = 0, max_tokens = 0;
-  std::optional<double> cold_after_s;
   // The requests that showed the top finding, which repro.sh sends again one by one, each beside
   // the run's own time to its first content (without connection setup). Empty: the baseline's.
   struct ReproRequest {

@@ -298,7 +298,10 @@ std::string describe_impact(const Finding& f, const std::map<std::string, double
     core::appendf(out, ", %.0f %% of what the findings attribute together", f.share * 100);
     return out;
   }
-  const char* what = metrics.count("run.workload_total_ms") ? "reference request" : "median request of the baseline";
+  // The same choice reference_total_ms made: the workload's total where it was priced.
+  const auto priced = metrics.find("run.workload_total_ms");
+  const char* what =
+      priced != metrics.end() && priced->second > 0 ? "reference request" : "median request of the baseline";
   const double part = f.share * reference;
   if (f.on_top) {
     core::appendf(out, ", on top of the %.0f ms %s (+%.0f %%)", reference, what, f.share * 100);

@@ -301,12 +301,6 @@ int Session::finish(RunResult& r) {
     for (const auto& m : {subject_.models.target, subject_.models.small})
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rules_.files;
-    for (const auto& p : steps())
-      if (p.check == "baseline" && p.step.model == "target" && bc.prompt_tokens == 0) {
-        bc.prompt_tokens = p.step.prompt_tokens;
-        bc.max_tokens = p.step.max_tokens;
-      }
-    bc.cold_after_s = metric(r, "coldstart.threshold_s");
     choose_repro(r, steps(), bc);
     bc.partial = !r.interrupted_by.empty();
     pacer_->set_sample_sink({});
