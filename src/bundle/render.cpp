@@ -159,8 +159,12 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   o << (ctx.partial ? ". **The run was interrupted: this bundle holds what was measured until then.**" : ".") << "\n\n";
   if (!r.unreachable.empty()) o << "**The model could not be reached:** " << r.unreachable << "\n\n";
   o << "## Symptom\n\n";
+  bool stated = false;
   auto line = [&](const char* label, const std::string& name) {
-    if (auto v = run::metric(r, name)) o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
+    if (auto v = run::metric(r, name)) {
+      o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
+      stated = true;
+    }
   };
   line("Time to first token, short prompt, median", "baseline.ttft_p50_ms");
   line("Time per output token, median", "baseline.tpot_p50_ms");
@@ -169,6 +173,14 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   line("TCP round trip, median", "path.tcp_rtt_p50_ms");
   line("TLS handshake, median", "transport.tls_p50_ms");
   line("DNS lookup, median", "dns.p50_ms");
+  // A probe (the exporter's module) has no checklist medians: its one request speaks for it.
+  for (const auto& c : r.checks)
+    for (const auto& [s, _] : c.requests)
+      if (!stated && s.ok && s.ttft_ms && s.total_ms) {
+        o << "- One request (" << c.id << "): time to first token " << rules::format_metric("ttft_ms", *s.ttft_ms)
+          << ", end to end " << rules::format_metric("total_ms", *s.total_ms) << "\n";
+        stated = true;
+      }
   o << "\n## Ranked causes\n\n";
   if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
   if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) o << priced << "\n\n";

@@ -96,11 +96,13 @@ void add_serve_command(CLI::App& app, std::function<int()>& chosen) {
       app, chosen, "serve",
       "Run as a Prometheus exporter: each target's checklist on its own schedule (one run at a time, within each\n"
       "target's request budget per hour), the latest results at /metrics, one streamed request on demand at\n"
-      "/probe?target=NAME&module=probe (within the scrape's timeout), /-/healthy, /-/ready, and each target's last\n"
-      "evidence bundles at /bundles. SIGHUP reads --config again; SIGTERM stops. Logs are one JSON object a line.\n"
+      "/probe?target=NAME&module=probe (within the scrape's timeout; target=URL&model=M for URLs --allow-target\n"
+      "admits), /-/healthy, /-/ready, and each target's last evidence bundles at /bundles. SIGHUP reads --config\n"
+      "again; SIGTERM stops. Logs are one JSON object a line.\n"
       "A target: NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR|,key_file=PATH][,module=M][,interval=D][,budget=N]\n"
       "  module: probe (one request), quick (default), default or full; interval: e.g. 60s, 15m, 1h (default 1m for\n"
-      "  probe, 15m for quick, 1h for default, 6h for full); budget: model requests an hour (default 300).\n"
+      "  probe, 15m for quick, 1h for default, 6h for full), also the longest a run may take; budget: model requests\n"
+      "  an hour (default 300).\n"
       "Example: infdoctor serve --listen :9474 --vantage eu-west-1 --target prod=https://api.example.com/v1,model=big",
       serve_with);
   cmd->add_flag("--check-config", o->check_config,
@@ -118,6 +120,11 @@ void add_serve_command(CLI::App& app, std::function<int()>& chosen) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--rules", o->exporter.rules_dir, "directory of rule files instead of the built-in rules");
+  cmd->add_option("--allow-target", o->exporter.allow_target,
+                  "also answer /probe?target=URL&model=M (blackbox_exporter's habit) for a URL this regular expression "
+                  "matches whole, e.g. 'https://[a-z0-9.-]+\\.internal(:[0-9]+)?/v1'; off by default");
+  cmd->add_option("--allow-target-key-env", o->exporter.allow_key_env,
+                  "the environment variable whose key goes to the URLs --allow-target admits (default: no key)");
   api::EndpointSpec& shared = o->exporter.shared;
   cmd->add_option("--cacert", shared.cacert, "PEM bundle of CA certificates to trust, for every target");
   cmd->add_flag("--insecure,-k", shared.insecure, "do not verify certificates (every target)");

@@ -276,7 +276,8 @@ void histogram(PromWriter& w, const std::string& name, const PromWriter::Labels&
 
 void declare(PromWriter& w) {
   w.family("infdoctor_probe_success", "gauge",
-           "1 when the last run measured what it came for (the model answered), 0 when it could not.");
+           "1 when the last run measured what it came for (the model answered), 0 when it could not or no run has "
+           "finished yet.");
   w.family("infdoctor_probe_duration_seconds", "gauge", "How long the last run took.");
   w.family("infdoctor_exit_code", "gauge", "The last run's exit code: 0 healthy, 1 degraded, 2 critical, 3 could not run.");
   w.family("infdoctor_last_run_timestamp_seconds", "gauge", "When the last run ended, in Unix seconds.");
@@ -312,7 +313,11 @@ void render_target(PromWriter& w, const PromTarget& t) {
   for (const auto& [kind, n] : t.totals.tokens) w.sample("infdoctor_tokens_total", with(labels, "kind", kind), n);
   histogram(w, "infdoctor_time_to_first_token_seconds", labels, t.totals.ttft);
   histogram(w, "infdoctor_inter_token_seconds", labels, t.totals.itl);
-  if (!t.run) return;
+  if (!t.run) {
+    // An exporter's target before its first run ends: there from the start, not yet a success.
+    w.sample("infdoctor_probe_success", labels, 0);
+    return;
+  }
   const run::RunResult& r = *t.run;
   const bool success = r.unreachable.empty() && t.exit_code != core::kExitCouldNotRun;
   w.sample("infdoctor_probe_success", labels, success ? 1 : 0);

@@ -33,6 +33,9 @@ struct RunPlan {
   std::vector<std::string> check_ids;  // empty: every registered check
   checks::Options options;
   std::chrono::seconds check_timeout{120};
+  // The whole run's deadline (0: none): a check that would start after it is skipped, and one in
+  // flight ends at it. The exporter bounds a scheduled run by the target's interval.
+  std::chrono::seconds run_timeout{0};
   Workload workload;  // the reference request findings are priced on
 };
 

@@ -30,21 +30,29 @@ RunResult begin_run(checks::CheckContext& ctx) {
   return out;
 }
 
-void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, RunResult& out, int n, int m) {
+// `run_deadline`: the run's own (RunPlan::run_timeout), or nothing.
+void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, RunResult& out, int n, int m,
+             std::optional<core::SteadyTime> run_deadline) {
   checks::CheckContext& ctx = *side.ctx;
   if (side.progress) side.progress->check(n, m, e.id);
-  if (core::interrupted()) {
+  const auto skip = [&](const std::string& error, const std::string& reason) {
     checks::CheckResult r = checks::CheckResult::start(e.id);
     r.status = checks::CheckStatus::Skipped;
-    r.error = "interrupted";
-    r.reason = std::string("not started: the run was interrupted (") + core::interrupt_name() + ")";
+    r.error = error;
+    r.reason = reason;
     out.checks.push_back(std::move(r));
-    return;
-  }
+  };
+  if (core::interrupted())
+    return skip("interrupted", std::string("not started: the run was interrupted (") + core::interrupt_name() + ")");
+  if (run_deadline && ctx.clock().now() >= *run_deadline)
+    return skip("run_deadline", "not started: the run's deadline of " + std::to_string(plan.run_timeout.count()) +
+                                         " s had passed");
   auto check = e.make(plan.options);
   side.pacer->set_current_check(e.id);
   const auto t0 = ctx.clock().now();
-  ctx.set_deadline(t0 + plan.check_timeout + check->planned_wait());
+  auto deadline = t0 + plan.check_timeout + check->planned_wait();
+  if (run_deadline) deadline = std::min(deadline, *run_deadline);
+  ctx.set_deadline(deadline);
   checks::CheckResult r;
   try {
     r = check->run(ctx);
@@ -325,12 +333,15 @@ std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Si
   for (const auto& side : sides) out.push_back(begin_run(*side.ctx));
   for (const auto& side : sides)
     if (side.engine) side.engine->scrape(side.ctx->http(), "");
+  std::vector<std::optional<core::SteadyTime>> deadlines;
+  for (const auto& side : sides)
+    deadlines.push_back(plan.run_timeout.count() > 0 ? std::optional(side.ctx->clock().now() + plan.run_timeout) : std::nullopt);
   std::size_t turn = 0;
   const auto chosen = selected(plan);
   for (const auto* e : chosen) {
     for (std::size_t k = 0; k < sides.size(); ++k) {
       const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
-      run_one(*e, plan, sides[i], out[i], static_cast<int>(turn + 1), static_cast<int>(chosen.size()));
+      run_one(*e, plan, sides[i], out[i], static_cast<int>(turn + 1), static_cast<int>(chosen.size()), deadlines[i]);
       if (sides[i].engine) sides[i].engine->scrape(sides[i].ctx->http(), e->id);
     }
     ++turn;
@@ -392,14 +403,20 @@ std::string describe_requests(const RunResult& r) {
   std::vector<std::pair<int, std::string>> by_count;
   for (const auto& [v, n] : versions) by_count.emplace_back(n, v);
   std::sort(by_count.rbegin(), by_count.rend());
+  int total = 0;
   std::vector<std::string> parts;
-  for (const auto& [n, v] : by_count) parts.push_back(std::to_string(n) + " over HTTP/" + v);
+  for (const auto& [n, v] : by_count) {
+    total += n;
+    parts.push_back(std::to_string(n) + " over HTTP/" + v);
+  }
+  // "answered over HTTP/2" when all were; else "answered 41 over HTTP/2 and 2 over HTTP/1.1".
+  const std::string answered = by_count.size() == 1 ? "over HTTP/" + by_count.front().second : core::join(parts, " and ");
   const bool without = std::any_of(r.checks.begin(), r.checks.end(),
                                    [](const checks::CheckResult& c) { return c.id == "serialization" && !c.requests.empty(); });
-  return "Model requests went out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) +
-         ", as the OpenAI and Anthropic SDKs send it" +
-         (without ? " (the serialization check also streamed without it)" : "") + ", and were answered " +
-         core::join(parts, ", ") + ".\n";
+  return (total == 1 ? std::string("The model request went") : core::count_of(total, "model request") + " went") +
+         " out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) + ", as the OpenAI and Anthropic SDKs send it" +
+         (without ? " (the serialization check also streamed without it)" : "") + ", and " + (total == 1 ? "was" : "were") +
+         " answered " + answered + ".\n";
 }
 
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {

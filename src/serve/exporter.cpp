@@ -8,12 +8,16 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "api/chat.h"
+#include "api/sample.h"
+#include "bundle/bundle.h"
 #include "core/clock.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
@@ -29,7 +33,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using Fields = std::vector<std::pair<std::string, std::string>>;
 
 constexpr auto kHour = std::chrono::hours(1);
 
@@ -73,7 +76,7 @@ run::PlanOptions plan_options(const std::string& module) {
 HttpResponse text(int status, const std::string& body) { return {status, "text/plain; charset=utf-8", body}; }
 
 // Seconds to the millisecond, for a log line.
-std::string seconds_text(double s) { return report::prom_number(std::round(s * 1000) / 1000); }
+double seconds_rounded(double s) { return std::round(s * 1000) / 1000; }
 
 // One target's schedule, spending and latest results.
 struct State {
@@ -132,6 +135,7 @@ core::Result<std::vector<ServeTarget>> all_targets(const ExporterOptions& option
 
 struct Exporter::Impl {
   ExporterOptions options;
+  std::optional<std::regex> allowed;  // --allow-target
   rules::RuleSet rules;
   std::mutex log_mu;
 
@@ -143,12 +147,12 @@ struct Exporter::Impl {
   double reload_ok_at = 0;
   std::thread scheduler;
 
-  void log(const std::string& level, const std::string& msg, const Fields& fields = {}) {
+  void log(const std::string& level, const std::string& msg, const LogFields& fields = {}) {
     nlohmann::ordered_json j;
     j["time"] = core::rfc3339_utc(std::chrono::system_clock::now());
     j["level"] = level;
     j["msg"] = core::scrub(msg);
-    for (const auto& [k, v] : fields) j[k] = core::scrub(v);
+    for (const auto& [k, v] : fields) j[k] = v.is_string() ? nlohmann::json(core::scrub(v.get<std::string>())) : v;
     const std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::lock_guard lock(log_mu);
     if (options.log_sink)
@@ -220,20 +224,25 @@ struct Exporter::Impl {
     double seconds = 0;
   };
 
-  Outcome probe(const ServeTarget& t, std::chrono::milliseconds timeout) {
+  Outcome probe(const ServeTarget& t, std::chrono::milliseconds timeout, const std::string& bundle = "") {
+    return probe_at(api::make_endpoint(t.spec.endpoint), t.spec.name, t.spec.models, timeout, bundle);
+  }
+
+  // One streamed request to `ep`; its bundle written to `bundle` unless that is empty.
+  Outcome probe_at(core::Result<api::Endpoint> ep, const std::string& name, const checks::Models& models,
+                   std::chrono::milliseconds timeout, const std::string& bundle) {
     Outcome out;
     const auto t0 = Clock::now();
     auto r = std::make_shared<run::RunResult>();
     r->started_at = core::rfc3339_utc(std::chrono::system_clock::now());
-    r->models = t.spec.models;
+    r->models = models;
     checks::CheckResult c = checks::CheckResult::start("probe");
-    auto ep = api::make_endpoint(t.spec.endpoint);
     if (ep.ok()) {
       if (auto target = checks::parse_target(ep->base_url); target.ok()) r->target = target.value();
       ep->timeout = std::min(ep->timeout, timeout);
       ep->connect_timeout = std::min(ep->connect_timeout, timeout);
       api::ChatRequest chat;
-      chat.model = t.spec.models.target;
+      chat.model = models.target;
       chat.prompt = "Say hello.";
       chat.max_tokens = 16;
       http::Client client;
@@ -252,9 +261,32 @@ struct Exporter::Impl {
     c.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     r->checks.push_back(std::move(c));
     r->finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
-    out.result = std::move(r);
     out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!bundle.empty() && ep.ok()) write_probe_bundle(bundle, name, ep.value(), *r);
+    out.result = std::move(r);
     return out;
+  }
+
+  // A probe's evidence bundle, as a run's: its one request, results.json, summary.md, repro.sh.
+  void write_probe_bundle(const std::string& path, const std::string& name, const api::Endpoint& ep, const run::RunResult& r) {
+    auto w = bundle::Writer::start(path);
+    if (!w.ok()) {
+      log("error", "cannot write the bundle: " + w.error().message, {{"target", name}});
+      return;
+    }
+    if (auto samples = bundle::SampleLog::open((*w)->samples_path()); samples.ok()) {
+      for (const auto& c : r.checks)
+        for (const auto& [sample, _] : c.requests) {
+          nlohmann::json line = api::to_json(sample);
+          line["check"] = c.id;
+          (*samples)->append(line);
+        }
+    }
+    bundle::Context bc;
+    bc.command_line = "infdoctor serve (target " + name + ", module probe)";
+    bundle::describe_endpoint(bc, ep);
+    bc.models.push_back(r.models.target);
+    if (auto st = (*w)->finish(r, bc); !st.ok()) log("error", "cannot write the bundle: " + st.error().message, {{"target", name}});
   }
 
   Outcome checklist(const ServeTarget& t, int max_requests, const std::string& bundle) {
@@ -262,6 +294,7 @@ struct Exporter::Impl {
     const auto t0 = Clock::now();
     auto ep = api::make_endpoint(t.spec.endpoint);
     auto plan = run::make_plan(plan_options(t.module));
+    if (plan.ok()) plan->run_timeout = t.interval;  // the next run is due then
     if (!ep.ok() || !plan.ok()) {
       log("error", "cannot run " + t.spec.name + ": " + (!ep.ok() ? ep.error().message : plan.error().message),
           {{"target", t.spec.name}});
@@ -323,32 +356,32 @@ struct Exporter::Impl {
     if (cost > remaining) {
       log("warning", "run skipped: it needs about " + std::to_string(cost) + " model requests and the hour's budget has " +
                          std::to_string(std::max(remaining, 0)) + " left",
-          {{"target", t.spec.name}, {"module", t.module}, {"budget_per_hour", std::to_string(t.budget_per_hour)}});
+          {{"target", t.spec.name}, {"module", t.module}, {"budget_per_hour", t.budget_per_hour}});
       std::lock_guard lock(mu);
       st.runs["skipped_budget"] += 1;
       return;
     }
     log("info", "run started", {{"target", t.spec.name}, {"module", t.module}});
     std::string bundle;
-    if (!options.bundles_dir.empty() && t.module != "probe") {
+    if (!options.bundles_dir.empty()) {
       std::error_code ec;
       fs::create_directories(fs::path(options.bundles_dir) / t.spec.name, ec);
       bundle = (fs::path(options.bundles_dir) / t.spec.name / stamp_now()).string();
       if (fs::exists(bundle, ec)) bundle.clear();  // two runs in one second: the second keeps none
     }
-    const Outcome o = t.module == "probe"
-                          ? probe(t, std::chrono::milliseconds(static_cast<long>(t.spec.endpoint.timeout_s * 1000)))
-                          : checklist(t, std::min(remaining, run::kDefaultMaxRequests), bundle);
+    // A probe's request ends by the time the next one is due.
+    const auto probe_timeout =
+        std::min(std::chrono::milliseconds(static_cast<long>(t.spec.endpoint.timeout_s * 1000)),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(t.interval));
+    const Outcome o = t.module == "probe" ? probe(t, probe_timeout, bundle)
+                                          : checklist(t, std::min(remaining, run::kDefaultMaxRequests), bundle);
     keep(st, o, true);
     {
       std::lock_guard lock(mu);
       st.runs[o.result ? "completed" : "failed"] += 1;
     }
     if (!bundle.empty()) rotate(t.spec.name);
-    Fields f = {{"target", t.spec.name},
-                {"module", t.module},
-                {"exit_code", std::to_string(o.exit_code)},
-                {"seconds", seconds_text(o.seconds)}};
+    LogFields f = {{"target", t.spec.name}, {"module", t.module}, {"exit_code", o.exit_code}, {"seconds", seconds_rounded(o.seconds)}};
     if (o.result && !o.result->diagnosis.empty()) f.emplace_back("top_finding", o.result->diagnosis.front().rule);
     if (!bundle.empty()) f.emplace_back("bundle", bundle);
     log(o.exit_code == core::kExitCouldNotRun ? "error" : "info", "run finished", f);
@@ -409,16 +442,11 @@ struct Exporter::Impl {
   }
 
   HttpResponse on_demand_probe(const HttpRequest& req) {
-    const auto name = req.query.count("target") ? req.query.at("target") : "";
-    const auto module = req.query.count("module") ? req.query.at("module") : "probe";
-    std::shared_ptr<State> st;
-    std::string names;
-    {
-      std::lock_guard lock(mu);
-      for (const auto& [n, s] : states) names += (names.empty() ? "" : ", ") + n;
-      if (auto it = states.find(name); it != states.end()) st = it->second;
-    }
-    if (!st) return text(400, "unknown target '" + name + "'; known: " + names + "\n");
+    const auto param = [&](const char* key, const std::string& otherwise) {
+      auto it = req.query.find(key);
+      return it == req.query.end() ? otherwise : it->second;
+    };
+    const std::string name = param("target", ""), module = param("module", "probe");
     if (module != "probe")
       return text(400, "module '" + module + "' takes minutes, longer than a scrape: it runs on the target's schedule and /metrics "
               "shows it; /probe runs module=probe\n");
@@ -431,6 +459,16 @@ struct Exporter::Impl {
     }
     timeout_s = std::clamp(timeout_s - 0.5, 0.5, 120.0);
     const auto deadline = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+    std::shared_ptr<State> st;
+    std::string names;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [n, s] : states) names += (names.empty() ? "" : ", ") + n;
+      if (auto it = states.find(name); it != states.end()) st = it->second;
+    }
+    if (!st && (name.rfind("http://", 0) == 0 || name.rfind("https://", 0) == 0))
+      return url_probe(name, param("model", ""), deadline);
+    if (!st) return text(400, "unknown target '" + core::redact_url(name) + "'; known: " + names + "\n");
     std::unique_lock busy(st->busy, std::defer_lock);
     if (!busy.try_lock_for(deadline / 2))
       return text(503, "a run against " + name + " is in progress; probe again after it\n");
@@ -443,15 +481,42 @@ struct Exporter::Impl {
     }
     const Outcome o = probe(t, deadline / 2);
     keep(*st, o, false);
+    return probe_answer(labels_of(t, options.vantage, "probe"), o);
+  }
+
+  // /probe?target=URL&model=M, blackbox_exporter's habit, for a URL --allow-target admits: one
+  // streamed request, with the key of --allow-target-key-env or none, outside any budget (the
+  // scrape interval is the rate).
+  HttpResponse url_probe(const std::string& url, const std::string& model, std::chrono::milliseconds deadline) {
+    const std::string shown = core::redact_url(url);
+    if (!allowed)
+      return text(403, "target '" + shown + "' is not a configured target; probing a URL needs --allow-target REGEX that admits it\n");
+    if (!std::regex_match(url, *allowed))
+      return text(403, "target '" + shown + "' is not admitted by --allow-target '" + options.allow_target + "'\n");
+    if (model.empty()) return text(400, "a URL target needs its model: /probe?target=URL&model=M\n");
+    api::EndpointSpec spec = options.shared;
+    spec.base_url = url;
+    spec.api_key_env = options.allow_key_env;
+    auto ep = api::make_endpoint(spec);
+    if (ep.ok() && options.allow_key_env.empty()) ep->api_key.clear();  // no key of this host's goes to a URL by default
+    checks::Models models;
+    models.target = model;
+    const std::string label = report::target_label(url);
+    const Outcome o = probe_at(std::move(ep), label, models, deadline / 2, "");
+    return probe_answer({label, model, "probe", options.vantage}, o);
+  }
+
+  // An on-demand probe's metrics, logged.
+  HttpResponse probe_answer(const report::PromLabels& labels, const Outcome& o) {
     report::PromTarget pt;
-    pt.labels = labels_of(t, options.vantage, "probe");
+    pt.labels = labels;
     pt.run = o.result.get();
     pt.exit_code = o.exit_code;
     pt.run_seconds = o.seconds;
     pt.finished_at_s = unix_now();
     pt.totals = report::tally(*o.result);
     log(o.exit_code == core::kExitOk ? "info" : "warning", "probe answered",
-        {{"target", name}, {"exit_code", std::to_string(o.exit_code)}, {"seconds", seconds_text(o.seconds)}});
+        {{"target", labels.target}, {"exit_code", o.exit_code}, {"seconds", seconds_rounded(o.seconds)}});
     return {200, "text/plain; version=0.0.4; charset=utf-8", core::scrub(report::render_prometheus({pt}))};
   }
 
@@ -541,6 +606,14 @@ Exporter::~Exporter() { stop(); }
 core::Result<std::unique_ptr<Exporter>> Exporter::start(ExporterOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  if (!impl->options.allow_target.empty()) {
+    try {
+      impl->allowed.emplace(impl->options.allow_target, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return core::make_error(core::ErrorCode::InvalidArgument,
+                              "--allow-target '" + impl->options.allow_target + "' is not a regular expression: " + e.what());
+    }
+  }
   auto targets = impl->all_targets();
   if (!targets.ok()) return targets.error();
   std::vector<std::string> warnings;
@@ -574,11 +647,11 @@ core::Status Exporter::reload() {
     impl_->reload_ok = true;
     impl_->reload_ok_at = unix_now();
   }
-  impl_->log("info", "targets read again", {{"targets", std::to_string(n)}});
+  impl_->log("info", "targets read again", {{"targets", n}});
   return {};
 }
 
-void Exporter::log(const std::string& level, const std::string& msg, const std::vector<std::pair<std::string, std::string>>& fields) {
+void Exporter::log(const std::string& level, const std::string& msg, const LogFields& fields) {
   impl_->log(level, msg, fields);
 }
 

@@ -8,7 +8,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "api/endpoint_spec.h"
 #include "core/result.h"
@@ -16,6 +19,9 @@
 #include "serve/targets.h"
 
 namespace infdoctor::serve {
+
+// A log line's fields, each keeping its JSON type ("exit_code":0, "seconds":1.25).
+using LogFields = std::vector<std::pair<std::string, nlohmann::json>>;
 
 struct ExporterOptions {
   std::vector<ServeTarget> targets;  // from --target
@@ -25,6 +31,10 @@ struct ExporterOptions {
   std::string rules_dir;             // empty: the built-in rules
   std::string bundles_dir;           // empty: no bundles kept
   int keep_bundles = 5;              // per target
+  // /probe?target=URL&model=M for a URL this ECMAScript regex matches whole; empty: only the
+  // configured targets' names. The key sent to such URLs is read from allow_key_env (none if empty).
+  std::string allow_target;
+  std::string allow_key_env;
   // One JSON object a line; stderr when unset.
   std::function<void(const std::string& line)> log_sink;
 };
@@ -44,7 +54,7 @@ class Exporter {
   // Reads the config file again (SIGHUP). A wrong file is logged and the targets stay as they were.
   core::Status reload();
   // Logs one JSON line: {"time", "level", "msg", and `fields`}.
-  void log(const std::string& level, const std::string& msg, const std::vector<std::pair<std::string, std::string>>& fields = {});
+  void log(const std::string& level, const std::string& msg, const LogFields& fields = {});
   // Ends the current run (as SIGTERM does a run: what it measured is kept) and the scheduler.
   void stop();
 

@@ -69,13 +69,13 @@ struct Serve {
   std::string address;
   std::unique_ptr<test::Child> child;
 
-  explicit Serve(std::vector<std::string> args) {
+  explicit Serve(std::vector<std::string> args, std::vector<std::string> env = {}) {
     const int port = test::free_port();
     address = "127.0.0.1:" + std::to_string(port);
     std::vector<std::string> argv = {test::infdoctor_bin(), "serve", "--listen", address};
     argv.insert(argv.end(), args.begin(), args.end());
-    child = std::make_unique<test::Child>(argv, std::vector<std::string>{std::string("PROMTEST_API_KEY=") + kSecret},
-                                          out.path(), err_path);
+    env.push_back(std::string("PROMTEST_API_KEY=") + kSecret);
+    child = std::make_unique<test::Child>(argv, env, out.path(), err_path);
     REQUIRE(child->ok());
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (std::chrono::steady_clock::now() < deadline && test::http_get(url("/-/healthy")).status != 200)
@@ -226,7 +226,7 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
   auto server = test::start_fake(fault->scenario);
   test::TempFile bundles("", "bundles");
   Serve serve({"--vantage", "ci", "--bundles", bundles.dir() + "/b", "--keep-bundles", "1", "--target",
-               "slow=" + server->base_url() + ",model=demo-model,small=demo-small,module=quick,interval=10s,key_env=PROMTEST_API_KEY",
+               "slow=" + server->base_url() + ",model=demo-model,small=demo-small,module=quick,interval=30s,key_env=PROMTEST_API_KEY",
                "--target", "ping=" + server->base_url() + ",model=demo-small,module=probe,interval=1h"});
   const std::string exporter = serve.address;
   test::Prometheus prom("  - job_name: infdoctor\n    static_configs:\n      - targets: ['" + exporter +
@@ -267,7 +267,8 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
     }
   CHECK(exprs >= 4);
 
-  // Runs rotate their bundles: with --keep-bundles 1, one is left, and /bundles serves it.
+  // Runs rotate their bundles: with --keep-bundles 1, one is left, and /bundles serves it (the
+  // second run is due 30 s after the first began).
   CHECK(eventually(prom, "infdoctor_runs_total{job=\"infdoctor\",target=\"slow\",outcome=\"completed\"} >= bool 2", 1, 90s));
   const test::Fetched list = test::http_get(serve.url("/bundles/slow/"));
   CHECK(list.status == 200);
@@ -359,6 +360,147 @@ TEST_CASE("prometheus: serve keeps to each target's budget, reloads its config o
   for (const auto& l : log_lines(serve.err_path))
     said = said || (l["level"] == "error" && l["msg"].get<std::string>().find("module 'sometimes'") != std::string::npos);
   CHECK(said);
+}
+
+// The line of an exposition that starts with `prefix` ("infdoctor_probe_success{target=\"a\""), or "".
+std::string sample_line(const std::string& body, const std::string& prefix) {
+  std::istringstream in(body);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return {};
+}
+
+double sample_value(const std::string& line) {
+  const auto space = line.rfind(' ');
+  return space == std::string::npos ? -1 : std::stod(line.substr(space + 1));
+}
+
+std::string percent_encoded(const std::string& s) {
+  std::string out;
+  for (const unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+TEST_CASE("prometheus: serve as a blackbox user expects: series from the start, runs within their interval, a probe's bundle, "
+          "/probe?target=URL only where allowed, typed log fields") {
+  // One model answers; the other sends its headers and then nothing for a minute.
+  auto server = test::start_fake(R"({"models": {
+      "Qwen2.5-7B-Instruct": {"overhead_ms": 20, "decode_ms_per_token": 2},
+      "gpt-4o-mini": {"overhead_ms": 300, "decode_ms_per_token": 20},
+      "Llama-3.1-70B-Instruct": {"overhead_ms": 20, "faults": [{"kind": "stall", "every": 1, "after_tokens": 0, "stall_ms": 60000}]}}})");
+  test::TempFile bundles("", "bundles");
+  const auto t0 = std::chrono::steady_clock::now();
+  // The runs go one at a time, by name: "hung", "ping", then "slowrun", a quick checklist longer
+  // than its interval.
+  Serve serve({"--bundles", bundles.dir() + "/b", "--allow-target", R"(http://127\.0\.0\.1:[0-9]+/v1)", "--target",
+               "hung=" + server->base_url() + ",model=Llama-3.1-70B-Instruct,module=probe,interval=10s", "--target",
+               "ping=" + server->base_url() + ",model=Qwen2.5-7B-Instruct,module=probe,interval=1h", "--target",
+               "slowrun=" + server->base_url() + ",model=gpt-4o-mini,module=quick,interval=10s"},
+              {std::string("OPENAI_API_KEY=") + kSecret});
+  const auto body = [&] { return test::http_get(serve.url("/metrics")).body; };
+
+  // Every configured target's series are there before its first run ends.
+  std::string first = body();
+  CHECK(sample_value(sample_line(first, "infdoctor_probe_success{target=\"hung\",")) == 0);
+  CHECK(sample_value(sample_line(first, "infdoctor_probe_success{target=\"ping\",")) == 0);
+  CHECK(sample_line(first, "infdoctor_requests_total{target=\"ping\",") != "");
+  CHECK(sample_line(first, "infdoctor_last_run_timestamp_seconds{target=\"hung\",") == "");  // no run yet: no staleness
+
+  // The hung target's run ends by its interval (10 s), not the request timeout (60 s).
+  std::string now;
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < until) {
+    now = body();
+    if (sample_value(sample_line(now, "infdoctor_probe_success{target=\"ping\",")) == 1) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("ping answered " << waited << " s after serve started, behind hung's run of "
+                           << sample_value(sample_line(now, "infdoctor_probe_duration_seconds{target=\"hung\",")) << " s");
+  CHECK(sample_value(sample_line(now, "infdoctor_probe_success{target=\"ping\",")) == 1);
+  CHECK(sample_value(sample_line(now, "infdoctor_probe_success{target=\"hung\",")) == 0);
+  const double hung_s = sample_value(sample_line(now, "infdoctor_probe_duration_seconds{target=\"hung\","));
+  CHECK(hung_s > 9.0);
+  CHECK(hung_s < 11.0);
+  CHECK(waited < 16.0);
+
+  // A probe target keeps its last bundle, so an alert's link to it works.
+  const test::Fetched summary = test::http_get(serve.url("/bundles/ping/latest/summary.md"));
+  CHECK(summary.status == 200);
+  CHECK(summary.body.find("Qwen2.5-7B-Instruct") != std::string::npos);
+  const test::Fetched results = test::http_get(serve.url("/bundles/ping/latest/results.json"));
+  CHECK(results.status == 200);
+  CHECK(test::http_get(serve.url("/bundles/hung/latest/summary.md")).status == 200);
+
+  // /probe?target=URL, as Prometheus sends it (percent-encoded), for a URL --allow-target admits;
+  // no key of this host's goes to it.
+  const std::size_t before = server->served().size();
+  const auto probed = test::http_get(serve.url("/probe?target=" + percent_encoded(server->base_url()) + "&model=Qwen2.5-7B-Instruct"),
+                                     {"X-Prometheus-Scrape-Timeout-Seconds: 5"});
+  CHECK(probed.status == 200);
+  CHECK_MESSAGE(sample_value(sample_line(probed.body, "infdoctor_probe_success{target=\"" + server->base_url() +
+                                                          "\",model=\"Qwen2.5-7B-Instruct\",module=\"probe\",")) == 1,
+                probed.body);
+  const auto served = server->served();
+  REQUIRE(served.size() == before + 1);
+  CHECK(served.back().key_header == "");
+  // A URL it does not admit, and one without its model, are refused before anything is sent.
+  const auto outside = test::http_get(serve.url("/probe?target=" + percent_encoded("http://10.0.0.1:8000/v1") + "&model=m"));
+  CHECK(outside.status == 403);
+  CHECK(outside.body.find("not admitted by --allow-target") != std::string::npos);
+  CHECK(test::http_get(serve.url("/probe?target=" + percent_encoded(server->base_url()))).status == 400);
+  CHECK(server->served().size() == before + 1);
+
+  // The checklist ends by its interval too: the checks it had no time for are skipped, saying why.
+  const auto d2 = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < d2 &&
+         sample_value(sample_line(body(), "infdoctor_runs_total{target=\"slowrun\",model=\"gpt-4o-mini\",module=\"quick\",")) < 1)
+    std::this_thread::sleep_for(200ms);
+  const std::string after = body();
+  const double slow_s = sample_value(sample_line(after, "infdoctor_probe_duration_seconds{target=\"slowrun\","));
+  MESSAGE("the quick run with a 10 s interval took " << slow_s << " s");
+  CHECK(slow_s > 8.0);
+  CHECK(slow_s < 11.5);
+  const auto slow_results = nlohmann::json::parse(test::http_get(serve.url("/bundles/slowrun/latest/results.json")).body, nullptr, false);
+  REQUIRE(slow_results.is_object());
+  int cut = 0;
+  for (const auto& [id, c] : slow_results["checks"].items()) {
+    CAPTURE(id);
+    if (c.value("error", nlohmann::json()).is_string() && c["error"] == "run_deadline") {
+      ++cut;
+      CHECK(c["status"] == "skipped");
+    }
+  }
+  CHECK(cut >= 1);
+
+  const auto exit = serve.stop();
+  CHECK(exit.exit_code == 0);
+  // Log fields keep their JSON types.
+  int finished = 0;
+  for (const auto& l : log_lines(serve.err_path)) {
+    if (l["msg"] != "run finished") continue;
+    ++finished;
+    CHECK(l["exit_code"].is_number_integer());
+    CHECK(l["seconds"].is_number());
+    CHECK(l["target"].is_string());
+  }
+  CHECK(finished >= 3);
+  CHECK(slurp(serve.err_path).find(kSecret) == std::string::npos);
+
+  // Without --allow-target, a URL is not probed at all.
+  Serve closed({"--bundles", "", "--target", "ping=" + server->base_url() + ",model=Qwen2.5-7B-Instruct,module=probe,interval=1h"});
+  const auto refused = test::http_get(closed.url("/probe?target=" + percent_encoded(server->base_url()) + "&model=Qwen2.5-7B-Instruct"));
+  CHECK(refused.status == 403);
+  CHECK(refused.body.find("needs --allow-target") != std::string::npos);
+  CHECK(closed.stop().exit_code == 0);
 }
 
 TEST_CASE("prometheus: serve refuses a wrong target or listen address before it starts") {
