@@ -55,6 +55,12 @@ std::string fill_placeholders(const std::string& text, const std::function<std::
   return out;
 }
 
+std::string fmt(const char* format, double v) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 std::string count_of(double n, const std::string& noun) {
   char buf[32];
   const double whole = std::round(n);

@@ -17,6 +17,8 @@ void appendf(std::string& out, const char* fmt, ...) __attribute__((format(print
 std::string fill_placeholders(const std::string& text, const std::function<std::string(const std::string&)>& value);
 // A count with its noun, plural unless it rounds to one: "1 stream", "3 streams", "2.5 streams".
 std::string count_of(double n, const std::string& noun);
+// One number through a printf format: fmt("%.1f ms", 12.34) is "12.3 ms".
+std::string fmt(const char* format, double v);
 
 // The candidate nearest to `word` within `max_edits` edits (insertions, deletions, substitutions),
 // for "did you mean"; empty when none is that near.

@@ -258,11 +258,29 @@ std::string unit_of(const std::string& name) {
 
 }  // namespace
 
+namespace {
+// Each cause and the reference request's term its milliseconds sit in ("": on top of it).
+constexpr std::pair<std::string_view, std::string_view> kCauses[] = {
+    {"network_rtt", "network"},  {"dns_slow", ""},          {"tls_slow", ""},           {"cold_start", ""},
+    {"prefill_bound", "prefill"}, {"decode_bound", "decode"}, {"model_specific", "overhead"},
+    {"provider_wide", "overhead"}, {"queueing", ""},          {"serialization", ""},      {"rate_limited", ""},
+    {"noisy_neighbour", ""},      {"slow_replica", ""},      {"network_loss", ""},       {"overloaded", ""},
+    {"buffering", "overhead"}};  // a held first token waits for its clump
+}  // namespace
+
 const std::vector<std::string>& causes() {
-  static const std::vector<std::string> kCauses = {
-      "network_rtt",    "dns_slow", "tls_slow",      "cold_start",   "prefill_bound",   "decode_bound", "model_specific",
-      "provider_wide", "queueing", "serialization", "rate_limited", "noisy_neighbour", "slow_replica", "network_loss", "overloaded", "buffering"};
-  return kCauses;
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, _] : kCauses) v.emplace_back(name);
+    return v;
+  }();
+  return names;
+}
+
+std::string_view cause_term(std::string_view cause) {
+  for (const auto& [name, term] : kCauses)
+    if (name == cause) return term;
+  return {};
 }
 
 namespace {
@@ -410,14 +428,6 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
-namespace {
-
-// Causes whose milliseconds come on top of a typical request rather than inside it.
-const std::set<std::string> kOnTop = {"cold_start", "rate_limited", "queueing",  "dns_slow",     "tls_slow",
-                                      "serialization", "noisy_neighbour", "slow_replica", "network_loss", "overloaded"};
-
-}  // namespace
-
 double reference_total_ms(const std::map<std::string, double>& metrics) {
   for (const char* name : {"run.workload_total_ms", "baseline.total_p50_ms"}) {
     const auto it = metrics.find(name);
@@ -492,7 +502,7 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
   for (const auto& f : out) sum += f.impact_ms;
   double inside_left = reference;
   for (auto& f : out) {
-    f.on_top = reference > 0 && kOnTop.count(f.cause) > 0;
+    f.on_top = reference > 0 && !f.cause.empty() && cause_on_top(f.cause);
     double part = f.impact_ms;
     if (reference > 0 && !f.on_top) {
       part = std::min(part, inside_left);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,11 @@ namespace infdoctor::rules {
 
 // The cause taxonomy (DESIGN.md, "Diagnosis").
 const std::vector<std::string>& causes();
+// The term of the reference request (run/workload.h) a cause's milliseconds sit in: network,
+// overhead, prefill or decode; "" for a cause whose milliseconds come on top of the request (a
+// cold start, a queue, a retry, a new connection's handshakes), whose share may pass 100 %.
+std::string_view cause_term(std::string_view cause);
+inline bool cause_on_top(std::string_view cause) { return cause_term(cause).empty(); }
 // Where a cause sits: endpoint (every model and path of it), target_model (a small model on the
 // same endpoint is fine), intermediary (a proxy, gateway or CDN between), client_path (this
 // client's resolver or route).

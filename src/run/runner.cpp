@@ -74,33 +74,6 @@ std::string replica_of(const api::RequestSample& s) {
   return {};
 }
 
-// Requests that go into the run's time series: every model request that decoded enough tokens
-// for a time per token and streamed them as they came, except the concurrency check's parallel
-// ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
-// shape: the target model's time per token less what its context adds (the sweep's slope per
-// 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
-stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
-  double per_context_token_ms = 0;
-  for (const auto& c : checks)
-    if (auto it = c.metrics.find("decode_context_ms_per_1k_tokens"); c.id == "sweep" && it != c.metrics.end())
-      per_context_token_ms = std::max(0.0, it->second) / 1000.0;
-  std::vector<stats::SeriesPoint> points;
-  for (const auto& c : checks) {
-    for (const auto& [s, label] : c.requests) {
-      if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
-      // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
-      // decode: its time per token is left out, as the buffering rules read it.
-      if (!api::arrived_as_generated(s)) continue;
-      if (label.is_object() && label.value("streams", 1) > 1) continue;
-      const auto at = core::parse_rfc3339_utc(s.started_at);
-      if (!at) continue;
-      double tpot = *s.tpot_ms;
-      if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
-      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s)});
-    }
-  }
-  return stats::read_series(std::move(points));
-}
 
 // The run's own tail of time to first token: every request of a shape sent three times or more
 // (the same check, model, prompt tokens and body size, one stream at a time) against the median of
@@ -327,6 +300,34 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
 }
 
 }  // namespace
+
+// Requests that go into the run's time series: every model request that decoded enough tokens
+// for a time per token and streamed them as they came, except the concurrency check's parallel
+// ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
+// shape: the target model's time per token less what its context adds (the sweep's slope per
+// 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
+stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
+  double per_context_token_ms = 0;
+  for (const auto& c : checks)
+    if (auto it = c.metrics.find("decode_context_ms_per_1k_tokens"); c.id == "sweep" && it != c.metrics.end())
+      per_context_token_ms = std::max(0.0, it->second) / 1000.0;
+  std::vector<stats::SeriesPoint> points;
+  for (const auto& c : checks) {
+    for (const auto& [s, label] : c.requests) {
+      if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
+      // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
+      // decode: its time per token is left out, as the buffering rules read it.
+      if (!api::arrived_as_generated(s)) continue;
+      if (label.is_object() && label.value("streams", 1) > 1) continue;
+      const auto at = core::parse_rfc3339_utc(s.started_at);
+      if (!at) continue;
+      double tpot = *s.tpot_ms;
+      if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
+      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s)});
+    }
+  }
+  return stats::read_series(std::move(points));
+}
 
 std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides) {
   std::vector<RunResult> out;

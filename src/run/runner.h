@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "run/pacer.h"
 #include "run/plan.h"
+#include "stats/series.h"
 
 namespace infdoctor::run {
 
@@ -44,6 +45,12 @@ std::string describe_adaptations(const std::vector<Adaptation>& adaptations);
 // How the model requests went out: the headers that change what intermediaries do with them, and
 // the HTTP versions they were answered in ("41 over HTTP/2, 2 over HTTP/1.1"). Empty without any.
 std::string describe_requests(const RunResult& r);
+
+// The run's time series (stats/series.h): every model request that decoded enough tokens for a
+// time per token and streamed them as they came, parallel ones aside, each normalised by its
+// shape; which were slow, in which episodes. The rules read its metrics; report.html marks its
+// slow requests.
+stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target);
 
 // How many of the run's model requests carried each signal the preset expects.
 nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r);

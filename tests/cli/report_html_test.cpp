@@ -1,15 +1,17 @@
 // report.html in a real browser: headless Chromium (Debian's package) loads it without console
-// errors and shows every plot. The screenshot stays in build/tests/artifacts/ for people to look at.
+// errors and shows every plot with data and round ticks. The screenshot stays in build/tests/artifacts/ for people to look at.
 // Skipped, with the reason, where Chromium is not installed.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "core/strings.h"
 #include "net/subprocess.h"
 #include "support/fake_process.h"
 
@@ -45,21 +47,46 @@ std::vector<std::string> console_errors(const std::string& log) {
   return out;
 }
 
+// The tick labels of one axis of an SVG in the DOM, in order.
+std::vector<std::string> tick_labels(const std::string& svg, const char* axis) {
+  std::vector<std::string> out;
+  const std::regex tick(std::string(R"re(<text[^>]*data-axis=")re") + axis + R"re("[^>]*>([^<]*)</text>)re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), tick), end; it != end; ++it) out.push_back((*it)[1].str());
+  return out;
+}
+
+// Whether labels step evenly by 1, 2 or 5 times a power of ten.
+bool round_steps(const std::vector<std::string>& labels) {
+  if (labels.size() < 2) return false;
+  const double step = std::stod(labels[1]) - std::stod(labels[0]);
+  if (!(step > 0)) return false;
+  for (std::size_t i = 1; i < labels.size(); ++i)
+    if (std::abs(std::stod(labels[i]) - std::stod(labels[i - 1]) - step) > step * 1e-6) return false;
+  const double power = std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+  const double m = step / power;
+  return std::abs(m - 1) < 1e-6 || std::abs(m - 2) < 1e-6 || std::abs(m - 5) < 1e-6;
+}
+
 }  // namespace
 
-TEST_CASE("report.html loads in headless Chromium without console errors and shows every plot") {
+TEST_CASE("report.html loads in headless Chromium without console errors, draws the reference request, the run's timeline and one stream with round ticks") {
   if (::access(kChromium, X_OK) != 0) {
     MESSAGE("skipped: " << kChromium << " is not installed (apt-get install chromium)");
     return;
   }
+  // A cold start, and a 429 now and then, so the waterfall has a finding to mark and the timeline
+  // refusals to place.
   auto server = test::start_fake(R"({"models": {
-      "big": {"overhead_ms": 80, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 6, "cold_start": {"idle_s": 2, "penalty_ms": 400}},
-      "small": {"overhead_ms": 30, "decode_ms_per_token": 2}}})");
+      "Llama-3.1-70B-Instruct": {"overhead_ms": 80, "prefill_ms_per_token": 0.05, "decode_ms_per_token": 6,
+                                 "cold_start": {"idle_s": 2, "penalty_ms": 400},
+                                 "faults": [{"kind": "429", "every": 9, "retry_after_s": 0.2}]},
+      "Llama-3.1-8B-Instruct": {"overhead_ms": 30, "decode_ms_per_token": 2}}})");
   test::TempFile holder("", "unused");
   const fs::path work = fs::path(holder.path()).parent_path();
   const std::string bundle = (work / "bundle").string();
-  auto run = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model", "big",
-                               "--small-model", "small", "--quick", "--idle-gaps", "0,1,3", "--bundle", bundle},
+  auto run = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(), "--model",
+                               "Llama-3.1-70B-Instruct", "--small-model", "Llama-3.1-8B-Instruct", "--quick", "--idle-gaps",
+                               "0,1,3", "--bundle", bundle},
                               120s);
   REQUIRE(run.ok());
   REQUIRE(fs::exists(bundle + "/report.html"));
@@ -74,22 +101,41 @@ TEST_CASE("report.html loads in headless Chromium without console errors and sho
   CHECK(dom.exit_code == 0);
   const auto errors = console_errors(dom.err);
   CHECK_MESSAGE(errors.empty(), "console: " << (errors.empty() ? "" : errors.front()));
-  for (const char* plot : {"ttft-vs-prompt", "latency-vs-concurrency", "throughput-vs-concurrency", "ttft-vs-idle-gap",
-                           "hop-rtts", "phase-breakdown"}) {
+  for (const char* plot : {"reference-request", "requests-ttft", "requests-tpot", "token-arrivals", "ttft-vs-prompt",
+                           "latency-vs-concurrency", "throughput-vs-concurrency", "ttft-vs-idle-gap", "hop-rtts",
+                           "phase-breakdown"}) {
     CAPTURE(plot);
     const std::regex fig(std::string("<figure data-plot=\"") + plot + "\"><svg[^>]*data-points=\"([0-9]+)\"[^>]*>(.*?)</svg>");
     std::smatch m;
     REQUIRE(std::regex_search(dom.out, m, fig));
     CHECK(std::stoi(m[1].str()) > 0);  // data were drawn
-    CHECK((m[2].str().find("<circle") != std::string::npos || m[2].str().find("<rect") != std::string::npos));
-    CHECK(m[2].str().find("not measured") == std::string::npos);
+    const std::string body = m[2].str();
+    CHECK((body.find("<circle") != std::string::npos || body.find("<rect") != std::string::npos ||
+           body.find("<path") != std::string::npos));
+    CHECK(body.find("not measured") == std::string::npos);
+    // Every axis with ticks steps roundly; a count axis by whole numbers.
+    const std::string open = m[0].str().substr(0, m[0].str().find('>'));
+    for (const char* axis : {"x", "y"}) {
+      const auto labels = tick_labels(body, axis);
+      if (labels.empty()) continue;
+      CAPTURE(axis);
+      CAPTURE(core::join(labels, " "));
+      CHECK(round_steps(labels));
+      std::smatch counts;
+      if (std::regex_search(open, counts, std::regex("data-counts=\"([xy]*)\"")) && counts[1].str().find(axis) != std::string::npos)
+        for (const auto& l : labels) CHECK(l.find('.') == std::string::npos);
+    }
   }
+  // The waterfall marks the top finding; the timeline places the refusals.
+  CHECK(dom.out.find("class=\"marked\"") != std::string::npos);
+  std::smatch legend;
+  CHECK(std::regex_search(dom.out, legend, std::regex("id=\"requests-ttft-svg\"[^]*?refused or limited")));
 
   const fs::path artifacts = fs::path(INFDOCTOR_BUILD_DIR) / "tests" / "artifacts";
   fs::create_directories(artifacts);
   const std::string png = (artifacts / "report.png").string();
   fs::remove(png);
-  const auto shot = chromium((work / "profile-shot").string(), url, {"--screenshot=" + png, "--window-size=1280,2200",
+  const auto shot = chromium((work / "profile-shot").string(), url, {"--screenshot=" + png, "--window-size=1280,2400",
                                                                      "--hide-scrollbars"});
   CHECK(shot.exit_code == 0);
   REQUIRE(fs::exists(png));

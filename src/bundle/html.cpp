@@ -1,0 +1,332 @@
+// report.html: the diagnosis, then what people look at first (the reference request as a
+// waterfall of its terms, every request of the run on one timeline, one stream's token arrivals),
+// then the sweeps' and levels' plots and the checks' tables. Inline SVG, no script.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "bundle/bundle.h"
+#include "bundle/svg.h"
+#include "core/clock.h"
+#include "core/strings.h"
+#include "report/text.h"
+#include "stats/series.h"
+
+namespace infdoctor::bundle {
+namespace {
+
+using core::fmt;
+using core::html_escape;
+using nlohmann::json;
+
+checks::CheckResult* find_mut(run::RunResult& r, const std::string& id) {
+  for (auto& c : r.checks)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+// The finding the waterfall marks: the first with a cause and milliseconds.
+const rules::Finding* top_finding(const run::RunResult& r) {
+  for (const auto& f : r.diagnosis)
+    if (!f.cause.empty() && f.impact_ms > 0) return &f;
+  return nullptr;
+}
+
+// The reference request's terms one after another (run/workload.h), else the baseline's first
+// token and generation; the top finding's term marked, or its milliseconds drawn first when they
+// come on top of the request.
+std::string reference_waterfall(const run::RunResult& r, const std::map<std::string, double>& m, std::string& caption) {
+  const auto get = [&](const std::string& name) -> std::optional<double> {
+    auto it = m.find(name);
+    return it == m.end() ? std::nullopt : std::optional(it->second);
+  };
+  struct Term {
+    std::string term, label;
+    std::optional<double> ms;
+  };
+  std::vector<Term> terms;
+  const auto prompt = get("run.workload_prompt_tokens_count"), output = get("run.workload_output_tokens_count");
+  if (get("run.workload_total_ms")) {
+    terms = {{"network", "network round trip", get("run.workload_network_ms")},
+             {"overhead", "fixed overhead", get("run.workload_overhead_ms")},
+             {"prefill", "prefill, " + core::count_of(prompt.value_or(0), "token"), get("run.workload_prefill_ms")},
+             {"decode", "decode, " + core::count_of(output.value_or(1) - 1, "token"), get("run.workload_decode_ms")}};
+    caption = "The reference request of " + core::count_of(prompt.value_or(0), "prompt token") + " and " +
+              core::count_of(output.value_or(0), "output token") + ": each term as the run measured it, one after another.";
+  } else {
+    const auto first = get("baseline.ttft_p50_ms"), total = get("baseline.total_p50_ms");
+    terms = {{"", "first token", first}, {"decode", "generation", first && total ? std::optional(*total - *first) : std::nullopt}};
+    caption = "The baseline request's median first token and generation (the run priced no reference request).";
+  }
+  std::vector<WaterfallRow> rows;
+  const rules::Finding* top = top_finding(r);
+  const std::string term = top ? std::string(rules::cause_term(top->cause)) : "";
+  double at = 0;
+  if (top && term.empty() && !terms.empty()) {
+    rows.push_back({top->cause + " (on top)", 0, top->impact_ms, true, "the top finding"});
+    at = top->impact_ms;
+  }
+  for (const auto& t : terms) {
+    if (!t.ms) continue;
+    const bool marked = top && !term.empty() && t.term == term;
+    rows.push_back({t.label, at, std::max(0.0, *t.ms), marked, marked ? "the top finding's term" : ""});
+    at += std::max(0.0, *t.ms);
+  }
+  if (top)
+    caption += " In red, " + std::string(term.empty() ? "on top of the request, " : "the term holding ") + "the top finding: " +
+               top->cause + ", " + fmt("%.0f ms", top->impact_ms) + ".";
+  return svg_waterfall("reference-request-svg", rows);
+}
+
+// Every model request of the run by its start: usual ones, those the run's time series read as
+// slow per token (run::read_series, as the rules do), failures and refusals; the stretches of
+// consecutive slow requests shaded.
+// The target model's requests are dots, the small model's rings.
+struct Timeline {
+  Series ttft{"usual", {}, false, "#1f6feb"}, ttft_slow{"slow per token", {}, false, "#d1242f"};
+  Series tpot{"usual", {}, false, "#1f6feb"}, tpot_slow{"slow per token", {}, false, "#d1242f"};
+  Series small_ttft{"small model", {}, false, "#1f6feb", Mark::Ring}, small_ttft_slow{"small model, slow", {}, false, "#d1242f", Mark::Ring};
+  Series small_tpot{"small model", {}, false, "#1f6feb", Mark::Ring}, small_tpot_slow{"small model, slow", {}, false, "#d1242f", Mark::Ring};
+  Series failed{"failed", {}, false, "#b00020", Mark::Cross}, refused{"refused or limited", {}, false, "#a15c00", Mark::Ring};
+  Shading slow_periods{"slow period", {}};
+};
+
+Timeline request_timeline(const run::RunResult& r) {
+  Timeline out;
+  const auto t0 = core::parse_rfc3339_utc(r.started_at);
+  if (!t0) return out;
+  const stats::SeriesReading series = run::read_series(r.checks, r.models.target);
+  const std::set<std::string> slow(series.slow_ids.begin(), series.slow_ids.end()),
+      usual(series.usual_ids.begin(), series.usual_ids.end());
+  struct Seen {
+    double start_s, end_s;
+    const api::RequestSample* s;
+  };
+  std::vector<Seen> seen;
+  for (const auto& c : r.checks)
+    for (const auto& [s, _] : c.requests)
+      if (const auto at = core::parse_rfc3339_utc(s.started_at))
+        seen.push_back({*at - *t0, *at - *t0 + s.total_ms.value_or(0) / 1000, &s});
+  std::sort(seen.begin(), seen.end(), [](const Seen& a, const Seen& b) { return a.start_s < b.start_s; });
+  std::optional<std::pair<double, double>> period;
+  for (const auto& e : seen) {
+    const api::RequestSample& s = *e.s;
+    if (!s.ok) {
+      // A 429, an overloaded answer, a stated limit or the run's own deadline: refused, not broken.
+      const bool refused = s.http_status == 429 || s.overloaded || !api::is_failure(s);
+      (refused ? out.refused : out.failed).points.emplace_back(e.start_s, 0);
+      continue;
+    }
+    const bool is_slow = !s.request_id.empty() && slow.count(s.request_id) > 0;
+    const bool small = !r.models.small.empty() && s.model == r.models.small && s.model != r.models.target;
+    Series& ttft = small ? (is_slow ? out.small_ttft_slow : out.small_ttft) : (is_slow ? out.ttft_slow : out.ttft);
+    Series& tpot = small ? (is_slow ? out.small_tpot_slow : out.small_tpot) : (is_slow ? out.tpot_slow : out.tpot);
+    if (s.ttft_ms) ttft.points.emplace_back(e.start_s, *s.ttft_ms);
+    if (s.tpot_ms && s.output_tokens && *s.output_tokens > 1) tpot.points.emplace_back(e.start_s, *s.tpot_ms);
+    if (is_slow) {
+      period = period ? std::pair(period->first, std::max(period->second, e.end_s)) : std::pair(e.start_s, e.end_s);
+    } else if (period && usual.count(s.request_id)) {  // a usual request of the series ends the stretch
+      out.slow_periods.spans.push_back(*period);
+      period.reset();
+    }
+  }
+  if (period) out.slow_periods.spans.push_back(*period);
+  return out;
+}
+
+// One stream's content events as they arrived: the target model's longest stream, the baseline's
+// first. An even slope is tokens as generated; steps are clumps held back; flat stretches, stalls.
+std::string token_arrivals(const run::RunResult& r, std::string& caption) {
+  const api::RequestSample* best = nullptr;
+  std::string from;
+  for (const char* preferred : {"baseline", ""})
+    for (const auto& c : r.checks) {
+      if (best || (*preferred && c.id != preferred)) continue;
+      for (const auto& [s, label] : c.requests) {
+        if (!s.ok || !s.ttft_ms || s.itl_ms.size() < 2 || s.model != r.models.target) continue;
+        if (label.is_object() && label.value("streams", 1) > 1) continue;
+        if (!best || s.itl_ms.size() > best->itl_ms.size()) {
+          best = &s;
+          from = c.id;
+        }
+      }
+    }
+  Series arrivals{"content events", {}, true, "#1a7f37", Mark::Dot, true};
+  caption = "One stream's content events as they arrived. An even slope is tokens as the model generated them; steps are "
+            "clumps something held back; flat stretches are stalls.";
+  if (best) {
+    double t = *best->ttft_ms;
+    arrivals.points.emplace_back(t, 1);
+    for (std::size_t i = 0; i < best->itl_ms.size(); ++i) {
+      t += best->itl_ms[i];
+      arrivals.points.emplace_back(t, static_cast<double>(i + 2));
+    }
+    caption += " The " + from + " check's request " + (best->request_id.empty() ? "" : best->request_id + " ") + "to " +
+               best->model + ", " + core::count_of(static_cast<double>(best->output_tokens.value_or(0)), "output token") +
+               " in " + core::count_of(static_cast<double>(arrivals.points.size()), "event") + ".";
+  }
+  return svg_chart("token-arrivals-svg", {"ms from the request's start"}, {"content events arrived", true}, {arrivals});
+}
+
+// The sweeps' and levels' plots, as before the timeline: each reads a check's details.
+std::string check_plots(run::RunResult& rc) {
+  std::ostringstream p;
+  // TTFT against prompt tokens, with the fit.
+  Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
+  if (auto* c = find_mut(rc, "sweep")) {
+    for (const auto& [s, label] : c->requests)
+      if (label.is_object() && label.value("sweep", "") == "prefill" && s.ttft_ms && s.prompt_tokens)
+        pts.points.emplace_back(static_cast<double>(*s.prompt_tokens), *s.ttft_ms);
+    auto slope = c->metrics.find("prefill_ms_per_token"), icpt = c->metrics.find("prefill_overhead_ms");
+    if (slope != c->metrics.end() && icpt != c->metrics.end() && !pts.points.empty()) {
+      const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
+      for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, icpt->second + slope->second * x);
+    }
+  }
+  p << figure("ttft-vs-prompt", "Time to first token against prompt tokens (max_tokens=1), with the Theil-Sen fit.",
+              svg_chart("ttft-vs-prompt-svg", {"prompt tokens", true}, {"TTFT ms"}, {pts, fit}));
+
+  // Latency and throughput against concurrency.
+  Series ttft_c{"TTFT p50 ms", {}, true, "#1f6feb"}, thr_c{"tokens/s", {}, true, "#1a7f37"};
+  if (auto* c = find_mut(rc, "concurrency"); c && c->details.contains("levels"))
+    for (auto& l : c->details["levels"]) {
+      ttft_c.points.emplace_back(l["streams"].get<double>(), l["ttft_p50_ms"].get<double>());
+      thr_c.points.emplace_back(l["streams"].get<double>(), l["throughput_tokens_per_s"].get<double>());
+    }
+  p << figure("latency-vs-concurrency", "Median time to first token against parallel streams.",
+              svg_chart("latency-vs-concurrency-svg", {"parallel streams", true}, {"TTFT ms"}, {ttft_c}));
+  p << figure("throughput-vs-concurrency", "Output tokens per second against parallel streams.",
+              svg_chart("throughput-vs-concurrency-svg", {"parallel streams", true}, {"tokens/s"}, {thr_c}));
+
+  // TTFT against idle gap.
+  Series gap{"TTFT after the gap", {}, true, "#8250df"}, base{"back-to-back baseline", {}, true, "#999999"};
+  if (auto* c = find_mut(rc, "coldstart"); c && c->details.contains("gaps")) {
+    for (auto& g : c->details["gaps"]) gap.points.emplace_back(g["gap_s"].get<double>(), g["ttft_ms"].get<double>());
+    if (auto b = c->metrics.find("baseline_ttft_p50_ms"); b != c->metrics.end() && !gap.points.empty()) {
+      base.points.emplace_back(gap.points.front().first, b->second);
+      base.points.emplace_back(gap.points.back().first, b->second);
+    }
+  }
+  p << figure("ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.",
+              svg_chart("ttft-vs-idle-gap-svg", {"idle seconds"}, {"TTFT ms"}, {gap, base}));
+
+  // Hop RTTs.
+  Series hops{"median RTT", {}, true, "#bf3989"};
+  if (auto* c = find_mut(rc, "path"); c && c->details.contains("addresses") && !c->details["addresses"].empty()) {
+    auto& a = c->details["addresses"][0];
+    if (a.contains("hops"))
+      for (auto& h : a["hops"]["table"])
+        if (h["p50_ms"].is_number()) hops.points.emplace_back(h["ttl"].get<double>(), h["p50_ms"].get<double>());
+  }
+  p << figure("hop-rtts", "Round trip to each hop of the path (first address).",
+              svg_chart("hop-rtts-svg", {"hop", true}, {"RTT ms"}, {hops}));
+  return p.str();
+}
+
+}  // namespace
+
+std::string render_html(const run::RunResult& r) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>infdoctor report: "
+    << html_escape(r.target.base_url) << "</title>\n<style>"
+    << "body{font:14px/1.4 system-ui,sans-serif;margin:24px;max-width:1240px;color:#222}"
+    << "h1{font-size:20px}h2{font-size:16px;margin-top:28px}table{border-collapse:collapse}"
+    << "td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}figure{display:inline-block;margin:8px;vertical-align:top}"
+    << "figcaption{font-size:12px;color:#555;max-width:600px}.tick{font-size:10px;fill:#555}.legend{font-size:11px}"
+    << ".empty{fill:#999}.critical{color:#b00020}.warning{color:#a15c00}.info{color:#555}</style></head><body>\n";
+  o << "<h1>infdoctor report: " << html_escape(r.target.base_url) << "</h1><p>" << html_escape(r.started_at) << " to "
+    << html_escape(r.finished_at) << " (UTC)</p>\n";
+  if (!r.interrupted_by.empty())
+    o << "<p><b>Partial:</b> the run was interrupted (" << html_escape(r.interrupted_by) << ").</p>\n";
+  if (!r.unreachable.empty()) o << "<p><b>The model could not be reached:</b> " << html_escape(r.unreachable) << "</p>\n";
+  o << "<h2>Diagnosis</h2>\n";
+  if (r.diagnosis.empty()) o << "<p>No finding: nothing measured explains slowness.</p>\n";
+  o << "<ol id=\"diagnosis\">";
+  const auto metrics = run::flatten_metrics(r);
+  for (const auto& f : r.diagnosis) {
+    o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> ("
+      << rules::severity_name(f.severity) << ", " << html_escape(rules::cause_and_scope(f))
+      << "): " << html_escape(rules::describe_impact(f, metrics)) << ", confidence " << fmt("%.2f", f.confidence) << "<br>"
+      << html_escape(f.explanation);
+    for (const auto& q : f.ask_provider) o << "<br>Ask the provider: " << html_escape(q);
+    for (const auto& a : f.actions) o << "<br>You can: " << html_escape(a);
+    o << "</li>";
+  }
+  o << "</ol>\n";
+
+  o << "<h2>The reference request</h2>\n";
+  std::string caption;
+  const std::string waterfall = reference_waterfall(r, metrics, caption);
+  o << figure("reference-request", caption, waterfall);
+
+  o << "<h2>Every request of the run</h2>\n";
+  const Timeline t = request_timeline(r);
+  Axis when{"seconds into the run"};  // both charts over the whole run
+  if (const auto t0 = core::parse_rfc3339_utc(r.started_at), t1 = core::parse_rfc3339_utc(r.finished_at); t0 && t1 && *t1 > *t0)
+    when.reach = std::pair(0.0, *t1 - *t0);
+  o << figure("requests-ttft",
+              "Time to first token of every model request by when it started (the target model's dots, the small model's "
+              "rings); red ones were slow per token (at least " +
+                  fmt("%g", stats::kSlowFactor) + " times their model's usual time, as the run's time series reads them), "
+                  "failures and refusals sit on the axis, and stretches of consecutive slow requests are shaded.",
+              svg_chart("requests-ttft-svg", when, {"TTFT ms"},
+                        {t.ttft, t.ttft_slow, t.small_ttft, t.small_ttft_slow, t.failed, t.refused}, t.slow_periods));
+  o << figure("requests-tpot", "Time per output token of the same requests.",
+              svg_chart("requests-tpot-svg", when, {"ms per token"}, {t.tpot, t.tpot_slow, t.small_tpot, t.small_tpot_slow},
+                        t.slow_periods));
+
+  o << "<h2>One stream</h2>\n";
+  const std::string arrivals = token_arrivals(r, caption);
+  o << figure("token-arrivals", caption, arrivals);
+
+  o << "<h2>Sweeps and levels</h2>\n";
+  // The plots read each check's free-form details. Results read back from a file may have been
+  // edited or come from another version: what cannot be read is said, not drawn.
+  try {
+    run::RunResult rc = r;  // non-const access: a missing key reads as null, not undefined behaviour
+    o << check_plots(rc);
+  } catch (const json::exception& e) {
+    o << "<p>Plots: the details in these results are unreadable (" << html_escape(e.what()) << ").</p>\n";
+  }
+
+  // Per-phase breakdown of a typical request.
+  std::vector<std::pair<std::string, double>> bars;
+  const auto total = run::metric(r, "baseline.total_p50_ms"), first = run::metric(r, "baseline.ttft_p50_ms");
+  for (const auto& [name, v] : std::vector<std::pair<std::string, std::optional<double>>>{
+           {"DNS", run::metric(r, "dns.p50_ms")},
+           {"TCP connect", run::metric(r, "transport.connect_p50_ms")},
+           {"TLS", run::metric(r, "transport.tls_p50_ms")},
+           {"first token", first},
+           {"generation", total && first ? std::optional<double>(*total - *first) : std::nullopt}})
+    if (v) bars.emplace_back(name, *v);
+  o << figure("phase-breakdown",
+              "Median time per phase of a request: DNS, connect and TLS of a fresh connection, then the baseline "
+              "request's first token (without connection setup) and its generation.",
+              svg_bars("phase-breakdown-svg", "ms", bars));
+
+  o << "<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>took</th><th>result</th></tr>";
+  for (const auto& c : r.checks)
+    o << "<tr><td>" << c.id << "</td><td>" << checks::status_name(c.status) << "</td><td>" << fmt("%.1f s", c.duration_ms / 1000)
+      << "</td><td>" << html_escape(report::check_headline(c)) << "</td></tr>";
+  o << "</table>\n";
+  for (const auto& c : r.checks)
+    for (const auto& tb : c.tables) {
+      o << "<h3>" << html_escape(tb.title) << "</h3><table><tr>";
+      for (const auto& col : tb.columns) o << "<th>" << html_escape(col) << "</th>";
+      o << "</tr>";
+      for (const auto& row : tb.rows) {
+        o << "<tr>";
+        for (const auto& cell : row) o << "<td>" << html_escape(cell) << "</td>";
+        o << "</tr>";
+      }
+      o << "</table>\n";
+      if (!tb.note.empty()) o << "<p>" << html_escape(tb.note) << "</p>\n";
+    }
+  o << "</body></html>\n";
+  return o.str();
+}
+
+}  // namespace infdoctor::bundle
