@@ -62,8 +62,8 @@ const CheckInfo kConcurrencyInfo{
      {"concurrency.max_level_count", "count", "highest level measured"},
      {"concurrency.failures_count", "count", "failed requests"},
      {"concurrency.rate_limited_count", "count", "429 answers"}},
-    {{"knee_level_count", "throughput scaling {throughput_scaling_ratio}, batch time (a batch's slowest request) growth {latency_growth_ratio} (1 = one at a time), throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
-     {nullptr, "throughput scaling {throughput_scaling_ratio}, batch time (a batch's slowest request) growth {latency_growth_ratio} (1 = one at a time), still growing at {max_level_count|parallel stream}"}}};
+    {{"knee_level_count", "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
+     {nullptr, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput still growing at {max_level_count|parallel stream}"}}};
 
 struct Level {
   int streams = 0;

@@ -42,7 +42,7 @@ const CheckInfo kPathInfo{
      {"path.addresses_count", "count", "addresses probed"},
      {"path.tcp_refused_count", "count", "TCP connects refused (RST): the host answered, nothing listens on the port"}},
     {{"tcp_refused_count", "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
-     {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count} hops"}}};
+     {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}"}}};
 
 class PathCheck final : public Check {
  public:

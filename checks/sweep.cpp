@@ -61,8 +61,8 @@ const CheckInfo kSweepInfo{
      {"sweep.max_output_tokens_count", "count", "most output tokens any decode request produced"},
      {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
      {"sweep.failures_count", "count", "failed requests"}},
-    {{"hidden_reasoning_count", "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count} requests), decode {decode_ms_per_token}, {stopped_early_count} stopped early"},
-     {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count} stopped early"}}};
+    {{"hidden_reasoning_count", "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
+     {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"}}};
 
 class SweepCheck final : public Check {
  public:

@@ -64,7 +64,7 @@ std::string fmt(const char* format, double v) {
 std::string count_of(double n, const std::string& noun) {
   char buf[32];
   const double whole = std::round(n);
-  std::snprintf(buf, sizeof buf, std::abs(n - whole) < 0.05 ? "%.0f" : "%.1f", n);
+  std::snprintf(buf, sizeof buf, std::abs(n - whole) < 0.05 || std::abs(n) >= 100 ? "%.0f" : "%.1f", n);
   return std::string(buf) + " " + noun + (std::string(buf) == "1" ? "" : "s");
 }
 

@@ -15,7 +15,8 @@ void appendf(std::string& out, const char* fmt, ...) __attribute__((format(print
 
 // `text` with every {name} replaced by value(name); text after an unclosed '{' stays as it is.
 std::string fill_placeholders(const std::string& text, const std::function<std::string(const std::string&)>& value);
-// A count with its noun, plural unless it rounds to one: "1 stream", "3 streams", "2.5 streams".
+// A count with its noun, plural unless it rounds to one: "1 stream", "3 streams", "2.5 streams",
+// whole from 100 on ("12346 tokens").
 std::string count_of(double n, const std::string& noun);
 // One number through a printf format: fmt("%.1f ms", 12.34) is "12.3 ms".
 std::string fmt(const char* format, double v);

@@ -385,8 +385,16 @@ std::string format_metric(const std::string& name, double v) {
     if (unit == "token") s += " per token";
     return s;
   }
-  if (unit == "s") std::snprintf(buf, sizeof buf, "%.1f s", v);
+  const auto ends = [&](std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends("_tokens_per_s")) std::snprintf(buf, sizeof buf, "%.0f tokens per second", v);
+  else if (ends("_ms_per_mb")) std::snprintf(buf, sizeof buf, std::abs(v) >= 100 ? "%.0f ms per MB" : "%.1f ms per MB", v);
+  else if (ends("_ms_per_1k_tokens")) std::snprintf(buf, sizeof buf, "%.2f ms per 1,000 tokens", v);
+  else if (unit == "s") std::snprintf(buf, sizeof buf, "%.1f s", v);
   else if (unit == "count") std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (unit == "bytes" && std::abs(v) >= 1048576) std::snprintf(buf, sizeof buf, "%.1f MB", v / 1048576);
+  else if (unit == "bytes" && std::abs(v) >= 10240) std::snprintf(buf, sizeof buf, "%.0f KB", v / 1024);
   else if (unit == "bytes") std::snprintf(buf, sizeof buf, "%.0f bytes", v);
   else if (unit == "ratio") std::snprintf(buf, sizeof buf, "%.2f", v);
   else if (unit == "pct") std::snprintf(buf, sizeof buf, "%.1f %%", v);

@@ -139,7 +139,7 @@ TEST_CASE("run: the text report has a row per check and the tables") {
   const auto r = run({"--base-url", server->base_url(), "--model", "big", "--checks", "transport,concurrency",
                       "--concurrency", "1,2,4"});
   CHECK(r.exit_code == 0);
-  for (const char* want : {"transport ", "concurrency ", "throughput scaling", "concurrency: per level", "tokens/s"})
+  for (const char* want : {"transport ", "concurrency ", "of perfect scaling", "concurrency: per level", "tokens/s"})
     CHECK_MESSAGE(r.out.find(want) != std::string::npos, want);
 }
 

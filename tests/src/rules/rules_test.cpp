@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -296,6 +297,63 @@ TEST_CASE("every rule has its fixture under tests/rules, every fixture its rule,
     CHECK(fires_seen);
     CHECK(quiet_seen);
   }
+}
+
+// What a tired reader trips on in a rendered sentence: a count of one with a plural noun, a number
+// in scientific notation, a unit said twice, a placeholder left unmeasured.
+std::vector<std::string> sentence_faults(const std::string& text) {
+  std::vector<std::string> out;
+  static const std::regex one_plural(
+      R"re((^|[^0-9.,])1 (requests|streams|hops|tokens|answers|lookups|runs|episodes|gaps|segments|replicas|events|models|connections|levels|retries|stalls|decode requests)\b)re");
+  std::smatch m;
+  if (std::regex_search(text, m, one_plural)) out.push_back("a count of one with a plural: '" + m[0].str() + "'");
+  if (std::regex_search(text, m, std::regex(R"re([0-9]e[+-][0-9])re"))) out.push_back("scientific notation: '" + m[0].str() + "'");
+  for (const char* twice : {"ms ms", "per token per token", "% %", "tokens tokens", "per MB per megabyte"})
+    if (text.find(twice) != std::string::npos) out.push_back(std::string("a unit twice: '") + twice + "'");
+  if (text.find("n/a") != std::string::npos) out.push_back("an unmeasured placeholder");
+  return out;
+}
+
+TEST_CASE("every rule's sentences read as words: counts of one agree with their nouns, no scientific notation, no unit twice") {
+  std::vector<std::string> warnings;
+  auto rules = run::load_rules("", warnings);
+  REQUIRE(rules.ok());
+  const std::string dir = std::string(INFDOCTOR_SOURCE_DIR) + "/tests/rules";
+  int rendered = 0;
+  for (const auto& r : rules->rules) {
+    CAPTURE(r.id);
+    std::ifstream in(dir + "/" + r.id + ".json");
+    const auto doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded()) continue;  // the fixture test above says what is wrong
+    for (const auto& c : doc["cases"]) {
+      if (c["expect"] != "fires") continue;
+      const auto metrics = c["metrics"].get<std::map<std::string, double>>();
+      std::vector<std::string> texts = {r.explain, r.impact_is};
+      texts.insert(texts.end(), r.ask_provider.begin(), r.ask_provider.end());
+      texts.insert(texts.end(), r.actions.begin(), r.actions.end());
+      for (const auto& text : texts) {
+        if (text.empty()) continue;
+        // As the fixture measured it, then with each count it names at one.
+        std::vector<std::map<std::string, double>> variants = {metrics};
+        for (const auto& [name, _] : metrics)
+          if (name.size() > 6 && name.compare(name.size() - 6, 6, "_count") == 0 && text.find("{" + name) != std::string::npos) {
+            auto one = metrics;
+            one[name] = 1;
+            variants.push_back(one);
+          }
+        for (const auto& v : variants) {
+          const std::string out = render_template(text, v);
+          ++rendered;
+          for (const auto& problem : sentence_faults(out)) CHECK_MESSAGE(false, problem << " in: " << out);
+        }
+      }
+    }
+  }
+  CHECK(rendered > 150);
+  // The lint itself catches what it looks for.
+  CHECK(sentence_faults("over 1 hops").size() == 1);
+  CHECK(sentence_faults("adds 1.54e+03 before").size() == 1);
+  CHECK(sentence_faults("of 21 requests over 1.5 s, 1 of them").empty());
 }
 
 TEST_CASE("a healthy endpoint yields no finding above info") {
