@@ -50,6 +50,9 @@ std::string stamp_now() {
   return buf;
 }
 
+// A bundle being written: the prefix of its directory until the run has ended.
+constexpr const char* kStaging = ".partial-";
+
 bool is_stamp(const std::string& s) {
   return s.size() == 16 && s[8] == 'T' && s[15] == 'Z' &&
          std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'T' || c == 'Z'; });
@@ -362,19 +365,30 @@ struct Exporter::Impl {
       return;
     }
     log("info", "run started", {{"target", t.spec.name}, {"module", t.module}});
-    std::string bundle;
+    // The bundle is written under a hidden name and takes its stamp when the run has ended, so
+    // /bundles never lists, and latest never is, a bundle still being written.
+    std::string bundle, staging;
     if (!options.bundles_dir.empty()) {
       std::error_code ec;
-      fs::create_directories(fs::path(options.bundles_dir) / t.spec.name, ec);
-      bundle = (fs::path(options.bundles_dir) / t.spec.name / stamp_now()).string();
-      if (fs::exists(bundle, ec)) bundle.clear();  // two runs in one second: the second keeps none
+      const fs::path dir = fs::path(options.bundles_dir) / t.spec.name;
+      fs::create_directories(dir, ec);
+      const std::string stamp = stamp_now();
+      bundle = (dir / stamp).string();
+      staging = (dir / (std::string(kStaging) + stamp)).string();
+      if (fs::exists(bundle, ec)) bundle.clear(), staging.clear();  // two runs in one second: the second keeps none
     }
     // A probe's request ends by the time the next one is due.
     const auto probe_timeout =
         std::min(std::chrono::milliseconds(static_cast<long>(t.spec.endpoint.timeout_s * 1000)),
                  std::chrono::duration_cast<std::chrono::milliseconds>(t.interval));
-    const Outcome o = t.module == "probe" ? probe(t, probe_timeout, bundle)
-                                          : checklist(t, std::min(remaining, run::kDefaultMaxRequests), bundle);
+    const Outcome o = t.module == "probe" ? probe(t, probe_timeout, staging)
+                                          : checklist(t, std::min(remaining, run::kDefaultMaxRequests), staging);
+    if (!staging.empty()) {
+      std::error_code ec;
+      if (fs::exists(staging, ec)) fs::rename(staging, bundle, ec);
+      if (ec) log("error", "cannot keep the bundle: " + ec.message(), {{"target", t.spec.name}, {"bundle", bundle}});
+      if (ec || !fs::exists(bundle)) bundle.clear();
+    }
     keep(st, o, true);
     {
       std::lock_guard lock(mu);
@@ -387,12 +401,16 @@ struct Exporter::Impl {
     log(o.exit_code == core::kExitCouldNotRun ? "error" : "info", "run finished", f);
   }
 
-  // Keeps the newest `keep_bundles` of a target's bundles.
+  // Keeps the newest `keep_bundles` of a target's bundles, and removes what a run cut off by a
+  // crash left half written (no run of the target is in progress when this runs).
   void rotate(const std::string& name) {
     std::error_code ec;
-    const auto stamps = stamps_in(fs::path(options.bundles_dir) / name);
+    const fs::path dir = fs::path(options.bundles_dir) / name;
+    const auto stamps = stamps_in(dir);
     const std::size_t keep = static_cast<std::size_t>(std::max(options.keep_bundles, 1));
-    for (std::size_t i = 0; i + keep < stamps.size(); ++i) fs::remove_all(fs::path(options.bundles_dir) / name / stamps[i], ec);
+    for (std::size_t i = 0; i + keep < stamps.size(); ++i) fs::remove_all(dir / stamps[i], ec);
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().filename().string().rfind(kStaging, 0) == 0) fs::remove_all(e.path(), ec);
   }
 
   // --- HTTP ---------------------------------------------------------------------------------

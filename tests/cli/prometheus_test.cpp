@@ -226,7 +226,7 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
   auto server = test::start_fake(fault->scenario);
   test::TempFile bundles("", "bundles");
   Serve serve({"--vantage", "ci", "--bundles", bundles.dir() + "/b", "--keep-bundles", "1", "--target",
-               "slow=" + server->base_url() + ",model=demo-model,small=demo-small,module=quick,interval=30s,key_env=PROMTEST_API_KEY",
+               "slow=" + server->base_url() + ",model=demo-model,small=demo-small,module=quick,interval=60s,key_env=PROMTEST_API_KEY",
                "--target", "ping=" + server->base_url() + ",model=demo-small,module=probe,interval=1h"});
   const std::string exporter = serve.address;
   test::Prometheus prom("  - job_name: infdoctor\n    static_configs:\n      - targets: ['" + exporter +
@@ -268,7 +268,7 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
   CHECK(exprs >= 4);
 
   // Runs rotate their bundles: with --keep-bundles 1, one is left, and /bundles serves it (the
-  // second run is due 30 s after the first began).
+  // second run is due 60 s after the first began).
   CHECK(eventually(prom, "infdoctor_runs_total{job=\"infdoctor\",target=\"slow\",outcome=\"completed\"} >= bool 2", 1, 90s));
   const test::Fetched list = test::http_get(serve.url("/bundles/slow/"));
   CHECK(list.status == 200);
