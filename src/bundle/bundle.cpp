@@ -131,8 +131,8 @@ Writer::~Writer() {
   }
 }
 
-core::Status Writer::finish(const run::RunResult& result, const Context& ctx) {
-  json results = run::to_json(result);
+core::Status Writer::finish(const results::RunResult& result, const Context& ctx) {
+  json results = results::to_json(result);
   json rules_files = json::array();
   for (const auto& f : ctx.rules) rules_files.push_back({{"path", f.path}, {"content", f.content}});
   results["bundle"] = {{"bundle_version", 1},

@@ -14,7 +14,7 @@
 #include "api/chat.h"
 #include "api/flavour.h"
 #include "core/result.h"
-#include "run/runner.h"
+#include "results/run_result.h"
 
 namespace infdoctor::bundle {
 
@@ -77,7 +77,7 @@ class Writer {
   const std::string& dir() const { return dir_; }
   std::string samples_path() const { return dir_ + "/samples.jsonl"; }
   // Writes the remaining files, the manifest, and packs a .tar.gz.
-  core::Status finish(const run::RunResult& result, const Context& ctx);
+  core::Status finish(const results::RunResult& result, const Context& ctx);
 
  private:
   Writer(std::string path, std::string dir, bool archive) : path_(std::move(path)), dir_(std::move(dir)), archive_(archive) {}
@@ -93,8 +93,8 @@ core::Result<nlohmann::json> read_results(const std::string& path);
 // The files of a bundle, name -> content (for tests and for `explain` on archives).
 core::Result<std::vector<std::pair<std::string, std::string>>> read_archive(const std::string& tar_gz);
 
-std::string render_summary(const run::RunResult& r, const Context& ctx);
+std::string render_summary(const results::RunResult& r, const Context& ctx);
 std::string render_repro(const Context& ctx);
-std::string render_html(const run::RunResult& r);
+std::string render_html(const results::RunResult& r);
 
 }  // namespace infdoctor::bundle

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/strings.h"
 #include "report/text.h"
+#include "results/requests.h"
 #include "stats/series.h"
 
 namespace infdoctor::bundle {
@@ -22,14 +23,14 @@ using core::fmt;
 using core::html_escape;
 using nlohmann::json;
 
-checks::CheckResult* find_mut(run::RunResult& r, const std::string& id) {
+checks::CheckResult* find_mut(results::RunResult& r, const std::string& id) {
   for (auto& c : r.checks)
     if (c.id == id) return &c;
   return nullptr;
 }
 
 // The finding the waterfall marks: the first with a cause and milliseconds.
-const rules::Finding* top_finding(const run::RunResult& r) {
+const rules::Finding* top_finding(const results::RunResult& r) {
   for (const auto& f : r.diagnosis)
     if (!f.cause.empty() && f.impact_ms > 0) return &f;
   return nullptr;
@@ -38,7 +39,7 @@ const rules::Finding* top_finding(const run::RunResult& r) {
 // The reference request's terms one after another (run/workload.h), else the baseline's first
 // token and generation; the top finding's term marked, or its milliseconds drawn first when they
 // come on top of the request.
-std::string reference_waterfall(const run::RunResult& r, const std::map<std::string, double>& m, std::string& caption) {
+std::string reference_waterfall(const results::RunResult& r, const std::map<std::string, double>& m, std::string& caption) {
   const auto get = [&](const std::string& name) -> std::optional<double> {
     auto it = m.find(name);
     return it == m.end() ? std::nullopt : std::optional(it->second);
@@ -94,11 +95,11 @@ struct Timeline {
   Shading slow_periods{"slow period", {}};
 };
 
-Timeline request_timeline(const run::RunResult& r) {
+Timeline request_timeline(const results::RunResult& r) {
   Timeline out;
   const auto t0 = core::parse_rfc3339_utc(r.started_at);
   if (!t0) return out;
-  const stats::SeriesReading series = run::read_series(r.checks, r.models.target);
+  const stats::SeriesReading series = results::read_series(r.checks, r.models.target);
   const std::set<std::string> slow(series.slow_ids.begin(), series.slow_ids.end()),
       usual(series.usual_ids.begin(), series.usual_ids.end());
   struct Seen {
@@ -139,7 +140,7 @@ Timeline request_timeline(const run::RunResult& r) {
 
 // One stream's content events as they arrived: the target model's longest stream, the baseline's
 // first. An even slope is tokens as generated; steps are clumps held back; flat stretches, stalls.
-std::string token_arrivals(const run::RunResult& r, std::string& caption) {
+std::string token_arrivals(const results::RunResult& r, std::string& caption) {
   const api::RequestSample* best = nullptr;
   std::string from;
   for (const char* preferred : {"baseline", ""})
@@ -172,7 +173,7 @@ std::string token_arrivals(const run::RunResult& r, std::string& caption) {
 }
 
 // The sweeps' and levels' plots, as before the timeline: each reads a check's details.
-std::string check_plots(run::RunResult& rc) {
+std::string check_plots(results::RunResult& rc) {
   std::ostringstream p;
   // TTFT against prompt tokens, with the fit.
   Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
@@ -228,7 +229,7 @@ std::string check_plots(run::RunResult& rc) {
 
 }  // namespace
 
-std::string render_html(const run::RunResult& r) {
+std::string render_html(const results::RunResult& r) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>infdoctor report: "
     << html_escape(r.target.base_url) << "</title>\n<style>"
@@ -245,7 +246,7 @@ std::string render_html(const run::RunResult& r) {
   o << "<h2>Diagnosis</h2>\n";
   if (r.diagnosis.empty()) o << "<p>No finding: nothing measured explains slowness.</p>\n";
   o << "<ol id=\"diagnosis\">";
-  const auto metrics = run::flatten_metrics(r);
+  const auto metrics = results::flatten_metrics(r);
   for (const auto& f : r.diagnosis) {
     o << "<li class=\"" << rules::severity_name(f.severity) << "\"><b>" << html_escape(f.title) << "</b> ("
       << rules::severity_name(f.severity) << ", " << html_escape(rules::cause_and_scope(f))
@@ -286,7 +287,7 @@ std::string render_html(const run::RunResult& r) {
   // The plots read each check's free-form details. Results read back from a file may have been
   // edited or come from another version: what cannot be read is said, not drawn.
   try {
-    run::RunResult rc = r;  // non-const access: a missing key reads as null, not undefined behaviour
+    results::RunResult rc = r;  // non-const access: a missing key reads as null, not undefined behaviour
     o << check_plots(rc);
   } catch (const json::exception& e) {
     o << "<p>Plots: the details in these results are unreadable (" << html_escape(e.what()) << ").</p>\n";
@@ -294,11 +295,11 @@ std::string render_html(const run::RunResult& r) {
 
   // Per-phase breakdown of a typical request.
   std::vector<std::pair<std::string, double>> bars;
-  const auto total = run::metric(r, "baseline.total_p50_ms"), first = run::metric(r, "baseline.ttft_p50_ms");
+  const auto total = results::metric(r, "baseline.total_p50_ms"), first = results::metric(r, "baseline.ttft_p50_ms");
   for (const auto& [name, v] : std::vector<std::pair<std::string, std::optional<double>>>{
-           {"DNS", run::metric(r, "dns.p50_ms")},
-           {"TCP connect", run::metric(r, "transport.connect_p50_ms")},
-           {"TLS", run::metric(r, "transport.tls_p50_ms")},
+           {"DNS", results::metric(r, "dns.p50_ms")},
+           {"TCP connect", results::metric(r, "transport.connect_p50_ms")},
+           {"TLS", results::metric(r, "transport.tls_p50_ms")},
            {"first token", first},
            {"generation", total && first ? std::optional<double>(*total - *first) : std::nullopt}})
     if (v) bars.emplace_back(name, *v);

@@ -11,7 +11,8 @@
 #include "core/strings.h"
 #include "core/version.h"
 #include "report/text.h"
-#include "run/workload.h"
+#include "report/describe.h"
+#include "results/requests.h"
 
 namespace infdoctor::bundle {
 namespace {
@@ -43,7 +44,7 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-std::string render_summary(const run::RunResult& r, const Context& ctx) {
+std::string render_summary(const results::RunResult& r, const Context& ctx) {
   std::ostringstream o;
   o << "# infdoctor evidence: " << r.target.base_url << "\n\n";
   o << "Run from " << r.started_at << " to " << r.finished_at << " (UTC) by infdoctor " << core::kVersion;
@@ -56,7 +57,7 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
   o << "## Symptom\n\n";
   bool stated = false;
   auto line = [&](const char* label, const std::string& name) {
-    if (auto v = run::metric(r, name)) {
+    if (auto v = results::metric(r, name)) {
       o << "- " << label << ": " << rules::format_metric(name, *v) << " (`" << name << "`)\n";
       stated = true;
     }
@@ -78,11 +79,11 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
       }
   o << "\n## Ranked causes\n\n";
   if (r.diagnosis.empty()) o << "No finding: nothing measured explains slowness.\n";
-  if (const auto priced = run::describe_workload(r.run_metrics); !priced.empty()) o << priced << "\n\n";
-  const auto metrics = run::flatten_metrics(r);
-  if (!r.adaptations.empty()) o << run::describe_adaptations(r.adaptations) << "\n";
-  if (const auto how = run::describe_requests(r); !how.empty()) o << how << "\n";
-  if (const auto engine = run::describe_engine(r.engine, r.run_metrics); !engine.empty()) o << engine << "\n";
+  if (const auto priced = report::describe_workload(r.run_metrics); !priced.empty()) o << priced << "\n\n";
+  const auto metrics = results::flatten_metrics(r);
+  if (!r.adaptations.empty()) o << report::describe_adaptations(r.adaptations) << "\n";
+  if (const auto how = report::describe_requests(r); !how.empty()) o << how << "\n";
+  if (const auto engine = report::describe_engine(r.engine, r.run_metrics); !engine.empty()) o << engine << "\n";
   int i = 0;
   for (const auto& f : r.diagnosis) {
     o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_and_scope(f)
@@ -105,8 +106,8 @@ std::string render_summary(const run::RunResult& r, const Context& ctx) {
       top = &f;
       break;
     }
-  const run::CauseSignal signal = top ? run::signal_of(rules::cause_label(*top)) : run::CauseSignal{};
-  const auto rows = run::slowest_requests(r, 10, {}, signal.rank);
+  const results::CauseSignal signal = top ? results::signal_of(rules::cause_label(*top)) : results::CauseSignal{};
+  const auto rows = results::slowest_requests(r, 10, {}, signal.rank);
   if (!rows.empty()) {
     if (signal.rank)
       o << "\n## Requests that show " << rules::cause_label(*top) << " most (ranked by " << signal.name << ")\n\n";

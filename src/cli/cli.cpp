@@ -13,6 +13,7 @@
 
 #include "bundle/bundle.h"
 #include "cli/commands.h"
+#include "core/message.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "core/version.h"
@@ -38,11 +39,7 @@ constexpr Renamed kRenamed[] = {
     {"probe", "-m", "--model (-m is curl's --max-time)"},
 };
 
-void print_error(const std::string& message, const std::string& detail) {
-  std::cerr << "infdoctor: error: " << core::scrub(message) << '\n';
-  std::stringstream ss(core::scrub(detail));
-  for (std::string line; std::getline(ss, line);) std::cerr << "  " << line << '\n';
-}
+void print_error(const std::string& message, const std::string& detail) { core::say("error", message, detail); }
 
 // A word the command does not know, named before CLI11 parses (CLI11 would first complain about
 // the required option a typo was meant to be): "unknown option --modle for 'run'; did you mean
@@ -146,6 +143,7 @@ int run(int argc, char** argv) {
   add_probe_command(app, chosen);
   add_run_command(app, chosen);
   add_explain_command(app, chosen);
+  add_rules_command(app, chosen);
   add_demo_command(app, chosen);
   add_history_command(app, chosen);
   add_compare_command(app, chosen);
@@ -161,7 +159,7 @@ int run(int argc, char** argv) {
   try {
     return chosen();
   } catch (const std::exception& e) {
-    std::cerr << "infdoctor: error: internal error: " << e.what() << '\n';
+    core::say("error", std::string("internal error: ") + e.what());
     return kExitCouldNotRun;
   }
 }

@@ -32,6 +32,7 @@ inline CLI::Option* add_json_flag(CLI::App& cmd, std::string& into, const std::s
 void add_probe_command(CLI::App& app, std::function<int()>& chosen);
 void add_run_command(CLI::App& app, std::function<int()>& chosen);
 void add_explain_command(CLI::App& app, std::function<int()>& chosen);
+void add_rules_command(CLI::App& app, std::function<int()>& chosen);
 void add_demo_command(CLI::App& app, std::function<int()>& chosen);
 void add_history_command(CLI::App& app, std::function<int()>& chosen);
 void add_compare_command(CLI::App& app, std::function<int()>& chosen);

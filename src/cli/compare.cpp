@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run.h"
+#include "core/message.h"
 #include "core/redact.h"
 #include "http/client.h"
 #include "run/compare.h"
@@ -23,7 +24,7 @@ struct CompareOptions {
 
 // A saved run: results.json, a bundle (directory or .tar.gz), or an exporter's bundle over HTTP
 // (a URL ending in '/' is a bundle's listing: its results.json is read).
-core::Result<run::RunResult> load_run(const std::string& where) {
+core::Result<results::RunResult> load_run(const std::string& where) {
   nlohmann::json j;
   if (where.rfind("http://", 0) == 0 || where.rfind("https://", 0) == 0) {
     http::Request req;
@@ -42,7 +43,7 @@ core::Result<run::RunResult> load_run(const std::string& where) {
     if (!read.ok()) return read.error();
     j = std::move(read.value());
   }
-  auto r = run::from_json(j);
+  auto r = results::from_json(j);
   if (!r.ok()) return core::make_error(r.error().code, where + ": " + r.error().message, r.error().detail);
   return r;
 }
@@ -50,7 +51,7 @@ core::Result<run::RunResult> load_run(const std::string& where) {
 // Two runs already made (two vantage points' runs of one target, say), compared as `compare`
 // compares two measured together; nothing is sent to a model.
 int compare_saved(const CompareOptions& o) {
-  std::vector<std::pair<std::string, run::RunResult>> sides;
+  std::vector<std::pair<std::string, results::RunResult>> sides;
   for (const auto& [text, flag] : {std::pair{o.a_results, "--a-results"}, {o.b_results, "--b-results"}}) {
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0) return fail_usage(std::string(flag) + " wants NAME=PATH or NAME=URL");
@@ -62,9 +63,9 @@ int compare_saved(const CompareOptions& o) {
   auto& [name_a, a] = sides[0];
   auto& [name_b, b] = sides[1];
   if (a.target.base_url != b.target.base_url || a.models.target != b.models.target)
-    std::cerr << "infdoctor: warning: the two runs measured different targets (" << core::redact_url(a.target.base_url) << " "
-              << a.models.target << ", " << core::redact_url(b.target.base_url) << " " << b.models.target
-              << "): the gap is theirs and the places'\n";
+    core::say("warning", "the two runs measured different targets (" + core::redact_url(a.target.base_url) + " " +
+                             a.models.target + ", " + core::redact_url(b.target.base_url) + " " + b.models.target +
+                             "): the gap is theirs and the places'");
   const run::Comparison c = run::compare_runs(a, b, name_a, name_b);
   if (o.run.outputs.json == "-") {
     std::cout << core::scrub(nlohmann::json{{"comparison", run::to_json(c)}}.dump(2)) << '\n';

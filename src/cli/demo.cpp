@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "core/message.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run.h"
@@ -31,8 +32,8 @@ int run_demo(const DemoOptions& o) {
   auto env = fake::DemoEnvironment::start(*fault);
   if (!env.ok()) return fail_config(env.error().message);
   if (!o.quiet)
-    std::cerr << "infdoctor: demo: fake provider at " << (*env)->base_url() << " with fault '" << fault->name
-              << "': " << fault->description << "; expected: " << fake::expected_text(*fault) << '\n';
+    core::say("", "demo: fake provider at " + (*env)->base_url() + " with fault '" + fault->name + "': " + fault->description +
+                      "; expected: " + fake::expected_text(*fault));
   RunOptions r;
   r.endpoint.base_url = (*env)->base_url();
   r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";
@@ -49,7 +50,7 @@ int run_demo(const DemoOptions& o) {
   r.outputs.bundle = o.bundle;
   r.outputs.json = o.json_out;
   r.quiet = o.quiet;
-  run::RunResult result;
+  results::RunResult result;
   const int code = (*env)->run_client([&] { return run_with(r, "infdoctor demo --fault " + fault->name, &result); });
   if (code == kExitCouldNotRun || code == kExitUsage) return code;
   // Whether the diagnosis found what was planted: the demo's whole point, said in one line.
@@ -57,11 +58,9 @@ int run_demo(const DemoOptions& o) {
   for (const auto& f : result.diagnosis)
     if (f.severity != rules::Severity::Info) causes.push_back(rules::cause_label(f));
   if (fake::diagnosis_matches(*fault, causes))
-    std::cerr << "infdoctor: demo: " << (causes.empty() ? "" : "found ") << fake::causes_text(causes)
-              << ", as planted\n";
+    core::say("", "demo: " + std::string(causes.empty() ? "" : "found ") + fake::causes_text(causes) + ", as planted");
   else
-    std::cerr << "infdoctor: demo: planted " << fake::expected_text(*fault) << "; found " << fake::causes_text(causes)
-              << '\n';
+    core::say("", "demo: planted " + fake::expected_text(*fault) + "; found " + fake::causes_text(causes));
   return code;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/endpoint_flags.h"
+#include "core/message.h"
 #include "core/redact.h"
 #include "run/pacer.h"
 #include "report/probe.h"
@@ -36,10 +37,9 @@ int run_probe(const ProbeOptions& o) {
                                     : (o.prompt.empty() ? std::string("Say hello.") : o.prompt);
   chat.max_tokens = o.max_tokens;
   if (o.endpoint.insecure)
-    std::cerr << "infdoctor: warning: -k: the server's certificate and name are not checked; anyone on the path "
-                 "could answer\n";
+    core::say("warning", "-k: the server's certificate and name are not checked; anyone on the path could answer");
   if (const std::string proxy = api::proxy_in_use(*ep); !proxy.empty() && !o.quiet)
-    std::cerr << "infdoctor: note: the request goes through the proxy " << proxy << ", and its timings include it\n";
+    core::say("note", "the request goes through the proxy " + proxy + ", and its timings include it");
   http::Client client;
   api::RequestSample s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
   // A reasoning model refuses max_tokens or temperature with a 400: changed as `run` changes it,
@@ -49,8 +49,8 @@ int run_probe(const ProbeOptions& o) {
     adapted.push_back(s.refused_parameter);
     api::adapt_request(chat, s.refused_parameter);
     if (!o.quiet)
-      std::cerr << "infdoctor: note: the endpoint refused " << s.refused_parameter << ": "
-                << api::adaptation_for(s.refused_parameter) << " (it said: " << core::scrub(s.error_message) << ")\n";
+      core::say("note", "the endpoint refused " + s.refused_parameter + ": " + api::adaptation_for(s.refused_parameter) +
+                            " (it said: " + s.error_message + ")");
     s = api::run_chat(client, *ep, chat, /*fresh_connection=*/true);
   }
   const std::string url = core::redact_url(ep->url(ep->chat_path()));
@@ -67,7 +67,7 @@ int run_probe(const ProbeOptions& o) {
     // The cause and its fix where a fix is known (the key, the URL, the model), as `run` says it.
     std::string line = run::failure_line(*ep, s);
     if (!s.request_id.empty()) line += " (request id " + s.request_id + ")";
-    std::cerr << "infdoctor: error: " << core::scrub(line) << '\n';
+    core::say("error", line);
     return kExitCouldNotRun;
   }
   return kExitOk;

@@ -14,7 +14,7 @@
 
 namespace infdoctor::cli {
 
-int run_with(const RunOptions& o, const std::string& command_line, run::RunResult* out) {
+int run_with(const RunOptions& o, const std::string& command_line, results::RunResult* out) {
   auto ep = api::make_endpoint(o.endpoint);
   if (!ep.ok()) return fail(ep.error());
   auto plan = run::make_plan(o.plan);
@@ -34,7 +34,7 @@ int run_with(const RunOptions& o, const std::string& command_line, run::RunResul
                           report::module_of(o.plan.quick, o.plan.full), o.vantage},
                          std::move(subject));
   if (!session.ok()) return fail(session.error());
-  run::RunResult result = (*session)->measure();
+  results::RunResult result = (*session)->measure();
   (*session)->diagnose(result);
   const int code = (*session)->finish(result);
   if (out) *out = std::move(result);

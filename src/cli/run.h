@@ -28,6 +28,6 @@ struct RunOptions {
 // Runs the checklist as `infdoctor run` does and returns its exit code. `command_line` is what
 // the bundle records (already redacted).
 // `result`, when given, receives the run's results (the demo reads its diagnosis).
-int run_with(const RunOptions& o, const std::string& command_line, run::RunResult* result = nullptr);
+int run_with(const RunOptions& o, const std::string& command_line, results::RunResult* result = nullptr);
 
 }  // namespace infdoctor::cli

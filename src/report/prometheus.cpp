@@ -45,7 +45,7 @@ PromWriter::Labels with(PromWriter::Labels labels, const std::string& name, cons
 }
 
 // Every answered model request of the run.
-std::vector<const api::RequestSample*> answered(const run::RunResult& r) {
+std::vector<const api::RequestSample*> answered(const results::RunResult& r) {
   std::vector<const api::RequestSample*> out;
   for (const auto& c : r.checks)
     for (const auto& ls : c.requests)
@@ -55,7 +55,7 @@ std::vector<const api::RequestSample*> answered(const run::RunResult& r) {
 
 // The requests a run's timings stand for: the baseline's at the target model (the request as the
 // user sends it), else a probe's, else every answered one.
-std::vector<const api::RequestSample*> reference_samples(const run::RunResult& r) {
+std::vector<const api::RequestSample*> reference_samples(const results::RunResult& r) {
   std::vector<const api::RequestSample*> out;
   for (const char* check : {"baseline", "probe"}) {
     for (const auto& c : r.checks)
@@ -128,7 +128,7 @@ void Tally::add(const Tally& other) {
   itl.add(other.itl);
 }
 
-Tally tally(const run::RunResult& r) {
+Tally tally(const results::RunResult& r) {
   Tally t;
   for (const auto& c : r.checks)
     for (const auto& ls : c.requests) {
@@ -318,7 +318,7 @@ void render_target(PromWriter& w, const PromTarget& t) {
     w.sample("infdoctor_probe_success", labels, 0);
     return;
   }
-  const run::RunResult& r = *t.run;
+  const results::RunResult& r = *t.run;
   const bool success = r.unreachable.empty() && t.exit_code != core::kExitCouldNotRun;
   w.sample("infdoctor_probe_success", labels, success ? 1 : 0);
   w.sample("infdoctor_probe_duration_seconds", labels, t.run_seconds);
@@ -344,7 +344,7 @@ void render_target(PromWriter& w, const PromTarget& t) {
   for (const auto& [phase, ms] : phases)
     if (ms) w.sample("infdoctor_phase_duration_seconds", with(labels, "phase", phase), std::max(0.0, *ms) / 1000.0);
 
-  const auto flat = run::flatten_metrics(r);
+  const auto flat = results::flatten_metrics(r);
   const auto get = [&](const std::string& name) -> std::optional<double> {
     auto it = flat.find(name);
     if (it == flat.end()) return std::nullopt;

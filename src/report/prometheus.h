@@ -12,7 +12,7 @@
 #include "core/result.h"
 #include "prom/exposition.h"
 #include "rules/rules.h"
-#include "run/runner.h"
+#include "results/run_result.h"
 
 namespace infdoctor::report {
 
@@ -47,7 +47,7 @@ struct Tally {
   Tally();
   void add(const Tally& other);
 };
-Tally tally(const run::RunResult& r);
+Tally tally(const results::RunResult& r);
 
 // What earlier runs counted, read back from the text they left (a --prom file, a Pushgateway's
 // group): the counters and histograms of the series with `labels`. A run adds its own to them, so
@@ -59,7 +59,7 @@ Tally tally_from(const prom::Exposition& earlier, const PromLabels& labels);
 // One target as the exposition shows it.
 struct PromTarget {
   PromLabels labels;
-  const run::RunResult* run = nullptr;  // its latest run; nullptr before the first has ended
+  const results::RunResult* run = nullptr;  // its latest run; nullptr before the first has ended
   int exit_code = 0;
   double run_seconds = 0;    // how long that run took
   double finished_at_s = 0;  // when it ended, Unix seconds

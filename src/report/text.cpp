@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "checks/registry.h"
-#include "run/runner.h"
-#include "run/workload.h"
+#include "report/describe.h"
+#include "results/requests.h"
 #include "stats/series.h"
 #include "core/strings.h"
 
@@ -108,7 +108,7 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings, const 
   if (!any_issue) core::appendf(out, "DIAGNOSIS: no finding above info; nothing measured explains slowness.\n");
   else core::appendf(out, "DIAGNOSIS (ranked by attributed milliseconds)\n");
   // The reference request the shares are of comes first, so each share's whole is on the page.
-  if (const auto priced = run::describe_workload(metrics); !priced.empty()) out += "\n" + priced + "\n";
+  if (const auto priced = report::describe_workload(metrics); !priced.empty()) out += "\n" + priced + "\n";
   int n = 0;
   for (const auto& f : findings) {
     ++n;
@@ -127,7 +127,7 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings, const 
   return out;
 }
 
-std::string render_text(const run::RunResult& r) {
+std::string render_text(const results::RunResult& r) {
   std::string out;
   core::appendf(out, "infdoctor run  %s  %s\n\n", r.target.base_url.c_str(), r.started_at.c_str());
   // A run that never reached the model has no diagnosis to give: the cause once, then what was
@@ -140,10 +140,10 @@ std::string render_text(const run::RunResult& r) {
   if (!r.interrupted_by.empty())
     core::appendf(out, "  PARTIAL: the run was interrupted (%s); what follows is what was measured until then\n\n",
         r.interrupted_by.c_str());
-  if (r.unreachable.empty()) out += render_diagnosis(r.diagnosis, run::flatten_metrics(r));
-  if (!r.adaptations.empty()) out += run::describe_adaptations(r.adaptations);
-  out += run::describe_requests(r);
-  out += run::describe_engine(r.engine, r.run_metrics);
+  if (r.unreachable.empty()) out += render_diagnosis(r.diagnosis, results::flatten_metrics(r));
+  if (!r.adaptations.empty()) out += report::describe_adaptations(r.adaptations);
+  out += report::describe_requests(r);
+  out += report::describe_engine(r.engine, r.run_metrics);
   // What the rules could not judge for want of samples is said, not left to silence.
   if (auto n = r.run_metrics.find("run.series_samples_count");
       n != r.run_metrics.end() && n->second > 0 && n->second < static_cast<double>(stats::kMinSamples))

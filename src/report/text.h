@@ -3,11 +3,11 @@
 // mtr-like hop table, per-address transport timings).
 #include <string>
 
-#include "run/runner.h"
+#include "results/run_result.h"
 
 namespace infdoctor::report {
 
-std::string render_text(const run::RunResult& r);
+std::string render_text(const results::RunResult& r);
 
 // A check's one line: its declared headline filled with its metrics, or why it did not run.
 std::string check_headline(const checks::CheckResult& c);

@@ -259,28 +259,47 @@ std::string unit_of(const std::string& name) {
 }  // namespace
 
 namespace {
-// Each cause and the reference request's term its milliseconds sit in ("": on top of it).
-constexpr std::pair<std::string_view, std::string_view> kCauses[] = {
-    {"network_rtt", "network"},  {"dns_slow", ""},          {"tls_slow", ""},           {"cold_start", ""},
-    {"prefill_bound", "prefill"}, {"decode_bound", "decode"}, {"model_specific", "overhead"},
-    {"provider_wide", "overhead"}, {"queueing", ""},          {"serialization", ""},      {"rate_limited", ""},
-    {"noisy_neighbour", ""},      {"slow_replica", ""},      {"network_loss", ""},       {"overloaded", ""},
-    {"buffering", "overhead"}};  // a held first token waits for its clump
+// Each cause: the reference request's term its milliseconds sit in ("": on top of it), and the
+// measure of one request that shows it (cause_signal).
+struct CauseRow {
+  std::string_view name, term, signal;
+};
+constexpr CauseRow kCauses[] = {
+    {"network_rtt", "network", "connect"},   {"dns_slow", "", "dns"},
+    {"tls_slow", "", "tls"},                 {"cold_start", "", "ttft"},
+    {"prefill_bound", "prefill", "ttft"},    {"decode_bound", "decode", "tpot"},
+    {"model_specific", "overhead", "tpot"},  {"provider_wide", "overhead", "ttft"},
+    {"queueing", "", "ttft"},                {"serialization", "", "ttft"},
+    {"rate_limited", "", "ttft"},            {"noisy_neighbour", "", "ttft"},
+    {"slow_replica", "", "tpot"},            {"network_loss", "", "network_stall"},
+    {"overloaded", "", "shed"},
+    {"buffering", "overhead", "arrivals"},  // a held first token waits for its clump
+};
+
+const CauseRow* cause_row(std::string_view cause) {
+  for (const auto& row : kCauses)
+    if (row.name == cause) return &row;
+  return nullptr;
+}
 }  // namespace
 
 const std::vector<std::string>& causes() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& [name, _] : kCauses) v.emplace_back(name);
+    for (const auto& row : kCauses) v.emplace_back(row.name);
     return v;
   }();
   return names;
 }
 
 std::string_view cause_term(std::string_view cause) {
-  for (const auto& [name, term] : kCauses)
-    if (name == cause) return term;
-  return {};
+  const CauseRow* row = cause_row(cause);
+  return row ? row->term : std::string_view();
+}
+
+std::string_view cause_signal(std::string_view cause) {
+  const CauseRow* row = cause_row(cause);
+  return row ? row->signal : std::string_view();
 }
 
 namespace {

@@ -24,6 +24,10 @@ const std::vector<std::string>& causes();
 // cold start, a queue, a retry, a new connection's handshakes), whose share may pass 100 %.
 std::string_view cause_term(std::string_view cause);
 inline bool cause_on_top(std::string_view cause) { return cause_term(cause).empty(); }
+// The measure of one request that shows a cause, for ranking the requests a ticket lists: ttft,
+// tpot, connect, dns, tls, network_stall, shed (answered overloaded), arrivals (tokens per
+// separate arrival); "" for a cause no single request shows.
+std::string_view cause_signal(std::string_view cause);
 // Where a cause sits: endpoint (every model and path of it), target_model (a small model on the
 // same endpoint is fine), intermediary (a proxy, gateway or CDN between), client_path (this
 // client's resolver or route).

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "checks/registry.h"
+#include "core/message.h"
+#include "results/requests.h"
 #include "core/exit_code.h"
 #include "core/json_text.h"
 #include "core/redact.h"
@@ -73,7 +75,7 @@ Reference reference_of(const std::map<std::string, double>& ma, const std::map<s
 
 }  // namespace
 
-Comparison compare_runs(const RunResult& ra, const RunResult& rb, const std::string& name_a, const std::string& name_b) {
+Comparison compare_runs(const results::RunResult& ra, const results::RunResult& rb, const std::string& name_a, const std::string& name_b) {
   const auto ma = flatten_metrics(ra), mb = flatten_metrics(rb);
   Comparison c;
   c.name_a = name_a;
@@ -211,7 +213,7 @@ std::string render_comparison(const Comparison& c) {
   return o.str();
 }
 
-std::string render_comparison_summary(const Comparison& c, const RunResult& a, const RunResult& b) {
+std::string render_comparison_summary(const Comparison& c, const results::RunResult& a, const results::RunResult& b) {
   std::ostringstream o;
   const bool b_slower = c.slower == c.name_b;
   const std::string& slow = c.slower.empty() ? c.name_b : c.slower;
@@ -257,8 +259,8 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
   }
   o << "- The request IDs of every measured request are in the runs' samples.jsonl; please look them up.\n\n";
   // The slower side's slowest requests, for the provider's own logs.
-  const RunResult& slow_run = (b_slower || c.slower.empty()) ? b : a;
-  const auto slowest = slowest_requests(slow_run, 5, [](const api::RequestSample& s) {
+  const results::RunResult& slow_run = (b_slower || c.slower.empty()) ? b : a;
+  const auto slowest = results::slowest_requests(slow_run, 5, [](const api::RequestSample& s) {
     return s.ok && s.total_ms && !s.request_id.empty();
   });
   if (!slowest.empty()) {
@@ -276,8 +278,8 @@ std::string render_comparison_summary(const Comparison& c, const RunResult& a, c
 
 int measure_and_compare(Session& sa, Session& sb, const std::string& name_a, const std::string& name_b,
                         const Outputs& outputs, int max_requests) {
-  std::cerr << "infdoctor: comparing " << name_a << " and " << name_b << ", check by check (at most " << max_requests
-            << " model requests each)\n";
+  core::say("", "comparing " + name_a + " and " + name_b + ", check by check (at most " + std::to_string(max_requests) +
+                    " model requests each)");
   auto results = Session::measure_together({&sa, &sb});
   sa.diagnose(results[0]);
   sb.diagnose(results[1]);
@@ -287,7 +289,7 @@ int measure_and_compare(Session& sa, Session& sb, const std::string& name_a, con
   bool ok = true;
   auto write = [&](const std::string& path, const std::string& text) {
     if (bundle::write_replacing(path, core::scrub(text)).ok()) return;
-    std::cerr << "infdoctor: error: cannot write " << path << '\n';
+    core::say("error", "cannot write " + path);
     ok = false;
   };
   if (outputs.json == "-") {
@@ -300,16 +302,16 @@ int measure_and_compare(Session& sa, Session& sb, const std::string& name_a, con
   if (!outputs.bundle.empty()) {
     write(outputs.bundle + "/comparison.json", to_json(c).dump(2) + "\n");
     write(outputs.bundle + "/summary.md", render_comparison_summary(c, results[0], results[1]));
-    if (ok) std::cerr << "infdoctor: comparison bundle written to " << outputs.bundle << '\n';
+    if (ok) core::say("", "comparison bundle written to " + outputs.bundle);
   }
   if (!results[0].interrupted_by.empty()) {
-    std::cerr << "infdoctor: error: interrupted (" << results[0].interrupted_by << "): the comparison is partial\n";
+    core::say("error", "interrupted (" + results[0].interrupted_by + "): the comparison is partial");
     return core::kExitCouldNotRun;
   }
   if (!ok || code_a == core::kExitCouldNotRun || code_b == core::kExitCouldNotRun) return core::kExitCouldNotRun;
   if (!c.total_a || !c.total_b) {  // nothing to compare is not "within 5 %"
-    std::cerr << "infdoctor: error: no end-to-end time on " << (!c.total_a ? name_a : name_b)
-              << ": run the baseline check (it needs model=M) to compare the two end to end\n";
+    core::say("error", "no end-to-end time on " + (!c.total_a ? name_a : name_b) +
+                           ": run the baseline check (it needs model=M) to compare the two end to end");
     return core::kExitCouldNotRun;
   }
   return c.slower.empty() ? core::kExitOk : core::kExitDegraded;

@@ -37,11 +37,11 @@ struct Comparison {
   std::vector<std::string> explaining;  // layers that explain the gap, largest first
 };
 
-Comparison compare_runs(const RunResult& a, const RunResult& b, const std::string& name_a, const std::string& name_b);
+Comparison compare_runs(const results::RunResult& a, const results::RunResult& b, const std::string& name_a, const std::string& name_b);
 nlohmann::json to_json(const Comparison& c);
 std::string render_comparison(const Comparison& c);
 // Ticket-ready summary addressed to the slower provider.
-std::string render_comparison_summary(const Comparison& c, const RunResult& a, const RunResult& b);
+std::string render_comparison_summary(const Comparison& c, const results::RunResult& a, const results::RunResult& b);
 
 // `infdoctor compare` after its two sessions opened: both measured together and diagnosed, the
 // comparison on stdout (or as JSON to outputs.json), each side's own outputs, and with

@@ -55,12 +55,6 @@ std::optional<double> mean_ms(const std::optional<double>& sum0, const std::opti
   return *s / *n * 1000.0;
 }
 
-std::string text(const char* fmt, double v) {
-  std::string out;
-  core::appendf(out, fmt, v);
-  return out;
-}
-
 }  // namespace
 
 std::optional<EngineSnapshot> read_engine(const prom::Exposition& e) {
@@ -157,35 +151,6 @@ std::map<std::string, double> engine_metrics(const std::vector<EngineSnapshot>& 
       m["run.engine_concurrency_queue_time_mean_ms"] = *v;
   }
   return m;
-}
-
-std::string describe_engine(const nlohmann::json& engine, const std::map<std::string, double>& m) {
-  if (!engine.is_object()) return {};
-  const std::string url = engine.value("url", std::string());
-  const int scrapes = engine.value("scrapes_count", 0);
-  std::string out;
-  if (scrapes > 0) {
-    auto get = [&](const char* name) -> std::optional<double> {
-      auto it = m.find(name);
-      return it == m.end() ? std::nullopt : std::optional<double>(it->second);
-    };
-    std::vector<std::string> parts;
-    if (auto v = get("run.engine_queue_time_mean_ms")) parts.push_back(text("queued %.0f ms on average", *v));
-    if (auto v = get("run.engine_ttft_mean_ms")) parts.push_back(text("first token %.0f ms after arrival on average", *v));
-    // Scrapes come between checks, when this run's own requests are done: a count there is others'.
-    if (auto v = get("run.engine_waiting_max_count"); v && *v > 0) parts.push_back(text("%.0f waiting between checks", *v));
-    if (auto v = get("run.engine_running_max_count"); v && *v > 0) parts.push_back(text("%.0f running between checks", *v));
-    if (auto v = get("run.engine_kv_cache_usage_max_ratio")) parts.push_back(text("KV cache at most %.0f %% used", *v * 100));
-    if (auto v = get("run.engine_preemptions_count")) parts.push_back(text("%.0f preemptions", *v));
-    if (auto v = get("run.engine_prefix_cache_hit_ratio"))
-      parts.push_back(text("prefix cache hits %.0f %% of prompt tokens", *v * 100));
-    out = engine.value("engine", std::string("The engine")) + "'s own /metrics (" + std::to_string(scrapes) +
-          " scrapes, before and after each check): " + core::join(parts, ", ") + ".\n";
-  }
-  if (engine.contains("failure") && engine["failure"].is_string())
-    out += "The engine's /metrics at " + url + " could not be read" + (scrapes > 0 ? " after that" : "") + ": " +
-           engine["failure"].get<std::string>() + ".\n";
-  return out;
 }
 
 }  // namespace infdoctor::run

@@ -56,8 +56,5 @@ class EngineScraper {
 // engine's mean queue time and time to first token, preemptions, the prefix cache's hit ratio.
 std::map<std::string, double> engine_metrics(const std::vector<EngineSnapshot>& snapshots);
 
-// One line for the report from results.json's "engine" and the run metrics: what the engine said,
-// or why its /metrics could not be read. Empty when none was scraped.
-std::string describe_engine(const nlohmann::json& engine, const std::map<std::string, double>& metrics);
 
 }  // namespace infdoctor::run

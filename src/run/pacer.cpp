@@ -246,7 +246,7 @@ void Pacer::wait_out_loading(api::Endpoint& bounded, const std::vector<api::Chat
 
 bool Pacer::adapted_to(const std::string& parameter) const {
   return !parameter.empty() && std::any_of(adaptations_.begin(), adaptations_.end(),
-                                           [&](const Adaptation& a) { return a.parameter == parameter; });
+                                           [&](const results::Adaptation& a) { return a.parameter == parameter; });
 }
 
 bool Pacer::adapt(const api::RequestSample& s) {

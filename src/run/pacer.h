@@ -13,6 +13,7 @@
 #include "checks/ports.h"
 #include "core/clock.h"
 #include "http/client.h"
+#include "results/run_result.h"
 
 namespace infdoctor::run {
 
@@ -28,12 +29,6 @@ std::string failure_line(const api::Endpoint& ep, const api::RequestSample& s);
 // a prompt that does not start with a word gets the nonce in front.
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n);
 
-// A change the run made to its requests because the endpoint refused them as they were.
-struct Adaptation {
-  std::string parameter;     // "max_tokens", "temperature"
-  std::string change;        // "renamed to max_completion_tokens", "left out: the model takes only its default"
-  std::string provider_said; // the refusal's message
-};
 
 class Pacer final : public checks::ModelPort {
  public:
@@ -83,7 +78,7 @@ class Pacer final : public checks::ModelPort {
   double loading_wait_max_ms() const { return loading_wait_max_ms_; }
   // What the run changed in its requests after a 400 refused a parameter (api::refused_parameter),
   // once per parameter; every request after it goes out changed.
-  const std::vector<Adaptation>& adaptations() const { return adaptations_; }
+  const std::vector<results::Adaptation>& adaptations() const { return adaptations_; }
 
  private:
   // Adapts to the refusal in `s` if it names a parameter not yet adapted to; true if it did.
@@ -116,7 +111,7 @@ class Pacer final : public checks::ModelPort {
   std::map<std::string, int> failures_;
   int server_errors_ = 0;
   int cached_prompts_ = 0;
-  std::vector<Adaptation> adaptations_;
+  std::vector<results::Adaptation> adaptations_;
   int loading_answers_ = 0;
   double loading_wait_max_ms_ = 0;
   std::uint64_t nonce_seed_ = std::random_device{}();

@@ -14,6 +14,7 @@
 #include "core/strings.h"
 #include "core/version.h"
 #include "history/history.h"
+#include "results/requests.h"
 #include "rules/embedded.h"
 #include "stats/fit.h"
 #include "stats/series.h"
@@ -21,8 +22,8 @@
 namespace infdoctor::run {
 namespace {
 
-RunResult begin_run(checks::CheckContext& ctx) {
-  RunResult out;
+results::RunResult begin_run(checks::CheckContext& ctx) {
+  results::RunResult out;
   out.target = ctx.target();
   out.target.base_url = core::redact_url(out.target.base_url);
   out.started_at = core::rfc3339_utc(std::chrono::system_clock::now());
@@ -31,7 +32,7 @@ RunResult begin_run(checks::CheckContext& ctx) {
 }
 
 // `run_deadline`: the run's own (RunPlan::run_timeout), or nothing.
-void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, RunResult& out, int n, int m,
+void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side, results::RunResult& out, int n, int m,
              std::optional<core::SteadyTime> run_deadline) {
   checks::CheckContext& ctx = *side.ctx;
   if (side.progress) side.progress->check(n, m, e.id);
@@ -64,14 +65,6 @@ void run_one(const checks::CheckEntry& e, const RunPlan& plan, const Side& side,
   r.id = e.id;
   r.duration_ms = core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
   out.checks.push_back(std::move(r));
-}
-
-// The replica a header named ("x-served-by replica-2"), or "".
-std::string replica_of(const api::RequestSample& s) {
-  for (const auto name : http::kReplicaHeaders)
-    if (auto it = s.headers.find(std::string(name)); it != s.headers.end() && !it->second.empty())
-      return std::string(name) + " " + it->second;
-  return {};
 }
 
 
@@ -217,7 +210,7 @@ std::map<std::string, double> gateway_metrics(const std::vector<checks::CheckRes
   return m;
 }
 
-void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
+void end_run(const RunPlan& plan, const Side& side, results::RunResult& out) {
   const checks::CheckContext& ctx = *side.ctx;
   const Pacer& pacer = *side.pacer;
   if (side.progress) side.progress->done();
@@ -250,7 +243,7 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
   for (const auto& [k, v] : overload_metrics(out.checks)) out.run_metrics[k] = v;
   out.run_metrics["run.model_loading_count"] = pacer.loading_answers();
   if (pacer.loading_wait_max_ms() > 0) out.run_metrics["run.model_loading_wait_max_ms"] = pacer.loading_wait_max_ms();
-  const auto series = read_series(out.checks, ctx.models().target);
+  const auto series = results::read_series(out.checks, ctx.models().target);
   out.run_metrics["run.series_samples_count"] = static_cast<double>(series.samples);
   if (series.samples > 0) out.run_metrics["run.series_span_s"] = series.span_s;
   if (series.slow_share) {
@@ -301,36 +294,8 @@ void end_run(const RunPlan& plan, const Side& side, RunResult& out) {
 
 }  // namespace
 
-// Requests that go into the run's time series: every model request that decoded enough tokens
-// for a time per token and streamed them as they came, except the concurrency check's parallel
-// ones, whose tokens are slower by design (its own rules read them). Each is normalised by its
-// shape: the target model's time per token less what its context adds (the sweep's slope per
-// 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
-stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
-  double per_context_token_ms = 0;
-  for (const auto& c : checks)
-    if (auto it = c.metrics.find("decode_context_ms_per_1k_tokens"); c.id == "sweep" && it != c.metrics.end())
-      per_context_token_ms = std::max(0.0, it->second) / 1000.0;
-  std::vector<stats::SeriesPoint> points;
-  for (const auto& c : checks) {
-    for (const auto& [s, label] : c.requests) {
-      if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
-      // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
-      // decode: its time per token is left out, as the buffering rules read it.
-      if (!api::arrived_as_generated(s)) continue;
-      if (label.is_object() && label.value("streams", 1) > 1) continue;
-      const auto at = core::parse_rfc3339_utc(s.started_at);
-      if (!at) continue;
-      double tpot = *s.tpot_ms;
-      if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
-      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s)});
-    }
-  }
-  return stats::read_series(std::move(points));
-}
-
-std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides) {
-  std::vector<RunResult> out;
+std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides) {
+  std::vector<results::RunResult> out;
   for (const auto& side : sides) out.push_back(begin_run(*side.ctx));
   for (const auto& side : sides)
     if (side.engine) side.engine->scrape(side.ctx->http(), "");
@@ -351,76 +316,11 @@ std::vector<RunResult> run_interleaved(const RunPlan& plan, const std::vector<Si
   return out;
 }
 
-RunResult run_checks(const RunPlan& plan, const Side& side) {
+results::RunResult run_checks(const RunPlan& plan, const Side& side) {
   return std::move(run_interleaved(plan, {side}).front());
 }
 
-nlohmann::json to_json(const RunResult& r) {
-  nlohmann::json checks = nlohmann::json::object();
-  for (const auto& c : r.checks) checks[c.id] = checks::to_json(c);
-  nlohmann::json run_metrics = nlohmann::json::object();
-  for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
-  nlohmann::json history = nlohmann::json::object();
-  for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
-  nlohmann::json adaptations = nlohmann::json::array();
-  for (const auto& a : r.adaptations)
-    adaptations.push_back({{"parameter", a.parameter}, {"change", a.change}, {"provider_said", a.provider_said}});
-  return {{"schema", "infdoctor.results/1"},
-          {"infdoctor_version", core::kVersion},
-          {"exit_code", exit_code(r)},
-          {"models", {{"target", core::text_or_null(r.models.target)}, {"small", core::text_or_null(r.models.small)}}},
-          {"run", {{"metrics", run_metrics}}},
-          {"diagnosis", rules::to_json(r.diagnosis)},
-          {"target",
-           {{"base_url", r.target.base_url},
-            {"scheme", r.target.scheme},
-            {"host", r.target.host},
-            {"port", r.target.port}}},
-          {"started_at", r.started_at},
-          {"finished_at", r.finished_at},
-          {"partial", !r.interrupted_by.empty()},
-          {"history", history},
-          {"preset", r.preset},
-          {"adaptations", adaptations},
-          {"engine", r.engine},
-          {"interrupted_by", core::text_or_null(r.interrupted_by)},
-          {"unreachable", core::text_or_null(r.unreachable)},
-          {"checks", checks}};
-}
-
-std::string describe_adaptations(const std::vector<Adaptation>& adaptations) {
-  std::string out;
-  for (const auto& a : adaptations)
-    out += "Adapted to the endpoint: " + a.parameter + " " + a.change + " (it said: " + a.provider_said + ").\n";
-  return out;
-}
-
-std::string describe_requests(const RunResult& r) {
-  std::map<std::string, int> versions;
-  for (const auto& c : r.checks)
-    for (const auto& ls : c.requests)
-      if (!ls.sample.http_version.empty()) ++versions[ls.sample.http_version];
-  if (versions.empty()) return {};
-  std::vector<std::pair<int, std::string>> by_count;
-  for (const auto& [v, n] : versions) by_count.emplace_back(n, v);
-  std::sort(by_count.rbegin(), by_count.rend());
-  int total = 0;
-  std::vector<std::string> parts;
-  for (const auto& [n, v] : by_count) {
-    total += n;
-    parts.push_back(std::to_string(n) + " over HTTP/" + v);
-  }
-  // "answered over HTTP/2" when all were; else "answered 41 over HTTP/2 and 2 over HTTP/1.1".
-  const std::string answered = by_count.size() == 1 ? "over HTTP/" + by_count.front().second : core::join(parts, " and ");
-  const bool without = std::any_of(r.checks.begin(), r.checks.end(),
-                                   [](const checks::CheckResult& c) { return c.id == "serialization" && !c.requests.empty(); });
-  return (total == 1 ? std::string("The model request went") : core::count_of(total, "model request") + " went") +
-         " out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) + ", as the OpenAI and Anthropic SDKs send it" +
-         (without ? " (the serialization check also streamed without it)" : "") + ", and " + (total == 1 ? "was" : "were") +
-         " answered " + answered + ".\n";
-}
-
-nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
+nlohmann::json preset_signals(const api::Preset& preset, const results::RunResult& r) {
   int requests = 0;
   std::vector<int> seen(preset.signals.size(), 0);
   for (const auto& c : r.checks) {
@@ -446,71 +346,6 @@ nlohmann::json preset_signals(const api::Preset& preset, const RunResult& r) {
   for (std::size_t i = 0; i < preset.signals.size(); ++i)
     signals.push_back({{"signal", preset.signals[i]}, {"seen_in", seen[i]}});
   return {{"name", preset.name}, {"flavour", api::flavour_name(preset.flavour)}, {"requests", requests}, {"signals", signals}};
-}
-
-CauseSignal signal_of(const std::string& cause) {
-  using S = api::RequestSample;
-  const auto field = [](std::optional<double> S::*m) { return [m](const S& s) { return s.*m; }; };
-  if (cause == "cold_start" || cause == "queueing" || cause == "prefill_bound" || cause == "rate_limited" ||
-      cause == "serialization" || cause == "provider_wide" || cause == "noisy_neighbour")
-    return {"time to first token", field(&S::ttft_ms)};
-  if (cause == "overloaded")
-    return {"shed first", [](const S& s) -> std::optional<double> { return s.overloaded ? 1.0 : 0.0; }};
-  if (cause == "decode_bound" || cause == "model_specific" || cause == "slow_replica")
-    return {"time per output token", field(&S::tpot_ms)};
-  if (cause == "network_rtt") return {"connect time", field(&S::connect_ms)};
-  if (cause == "dns_slow") return {"DNS time", field(&S::dns_ms)};
-  if (cause == "network_loss")
-    return {"network stall", [](const S& s) -> std::optional<double> { return s.network_stall_ms; }};
-  if (cause == "tls_slow") return {"TLS time", field(&S::tls_ms)};
-  if (cause == "buffering")  // tokens per separate arrival: high when the stream comes in clumps
-    return {"tokens per arrival", [](const S& s) -> std::optional<double> {
-              const auto a = api::arrivals_per_token(s);
-              if (!a || *a <= 0) return std::nullopt;
-              return 1.0 / *a;
-            }};
-  if (cause == "errors")
-    return {"failed first", [](const S& s) -> std::optional<double> { return s.ok ? 0.0 : 1.0; }};
-  return {};
-}
-
-std::vector<RequestRef> slowest_requests(const RunResult& r, std::size_t n,
-                                         const std::function<bool(const api::RequestSample&)>& keep,
-                                         const RequestRank& rank) {
-  std::vector<RequestRef> out;
-  for (const auto& c : r.checks)
-    for (const auto& req : c.requests)
-      if ((!keep || keep(req.sample)) && (!rank || rank(req.sample))) out.push_back({&c, &req.sample});
-  const auto took = [&](const RequestRef& x) {
-    if (rank) return *rank(*x.sample);
-    return std::max(x.sample->ttft_ms.value_or(-1), x.sample->total_ms.value_or(-1));
-  };
-  std::stable_sort(out.begin(), out.end(), [&](const RequestRef& a, const RequestRef& b) { return took(a) > took(b); });
-  if (out.size() > n) out.resize(n);
-  return out;
-}
-
-std::map<std::string, double> flatten_metrics(const RunResult& r) {
-  std::map<std::string, double> out = r.run_metrics;
-  out.insert(r.history_metrics.begin(), r.history_metrics.end());
-  for (const auto& c : r.checks)
-    for (const auto& [k, v] : c.metrics) out[c.id + "." + k] = v;
-  return out;
-}
-
-std::optional<double> metric(const RunResult& r, const std::string& name) {
-  const auto in = [&](const std::map<std::string, double>& m, const std::string& key) -> std::optional<double> {
-    auto it = m.find(key);
-    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
-  };
-  const auto dot = name.find('.');
-  if (dot == std::string::npos) return std::nullopt;
-  const std::string owner = name.substr(0, dot);
-  if (owner == "run") return in(r.run_metrics, name);
-  if (owner == "history") return in(r.history_metrics, name);
-  for (const auto& c : r.checks)
-    if (c.id == owner) return in(c.metrics, name.substr(dot + 1));
-  return std::nullopt;
 }
 
 std::vector<std::string> known_metrics() {
@@ -611,7 +446,7 @@ std::string replica_places(const stats::SeriesReading& series) {
 }
 }  // namespace
 
-void name_places(RunResult& r) {
+void name_places(results::RunResult& r) {
   constexpr std::size_t kPerHeader = 2;
   std::string where;
   for (const char* name : {"server", "via", "content-encoding"}) {
@@ -631,100 +466,12 @@ void name_places(RunResult& r) {
       if (loading.empty() && !ls.sample.loading_said.empty())
         loading = "it answered " + std::to_string(ls.sample.loading_answers) + " time" + (ls.sample.loading_answers == 1 ? "" : "s") +
                   " first: " + ls.sample.loading_said;
-  const std::string replicas = replica_places(read_series(r.checks, r.models.target));
+  const std::string replicas = replica_places(results::read_series(r.checks, r.models.target));
   for (auto& f : r.diagnosis) {
     if (f.scope == "intermediary") f.where = where;
     if (f.cause == "cold_start") f.where = loading;
     if (f.cause == "slow_replica") f.where = replicas;
   }
-}
-
-int exit_code(const RunResult& r) {
-  const bool any_ok = std::any_of(r.checks.begin(), r.checks.end(),
-                                  [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Ok; });
-  const bool any_error = std::any_of(r.checks.begin(), r.checks.end(),
-                                     [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
-  // Failed model requests are measurements of the provider (a 5xx, a timeout): they are diagnosed.
-  // Checks that all failed without one could measure nothing.
-  const auto failed = r.run_metrics.find("run.failed_count");
-  const bool measured_failures = failed != r.run_metrics.end() && failed->second > 0;
-  if (!r.interrupted_by.empty() || !r.unreachable.empty() || (!any_ok && any_error && !measured_failures))
-    return core::kExitCouldNotRun;
-  int code = core::kExitOk;
-  for (const auto& f : r.diagnosis) {
-    if (f.severity == rules::Severity::Critical) code = core::kExitCritical;
-    else if (f.severity == rules::Severity::Warning) code = std::max(code, core::kExitDegraded);
-  }
-  return code;
-}
-
-core::Result<RunResult> from_json(const nlohmann::json& j) {
-  using core::ErrorCode;
-  if (!j.is_object() || !j.contains("schema") || j["schema"] != "infdoctor.results/1")
-    return core::make_error(ErrorCode::ConfigError, "not an infdoctor results file (schema infdoctor.results/1)");
-  RunResult r;
-  try {
-    const auto& t = j.at("target");
-    r.target.base_url = t.at("base_url").get<std::string>();
-    r.target.scheme = t.at("scheme").get<std::string>();
-    r.target.host = t.at("host").get<std::string>();
-    r.target.port = core::get_checked<int>(t.at("port"));
-    r.started_at = j.at("started_at").get<std::string>();
-    r.finished_at = j.at("finished_at").get<std::string>();
-    if (auto it = j.find("interrupted_by"); it != j.end() && it->is_string()) r.interrupted_by = it->get<std::string>();
-    if (auto it = j.find("unreachable"); it != j.end() && it->is_string()) r.unreachable = it->get<std::string>();
-    if (auto m = j.find("models"); m != j.end() && m->is_object()) {
-      if (auto t = m->find("target"); t != m->end() && t->is_string()) r.models.target = t->get<std::string>();
-      if (auto s = m->find("small"); s != m->end() && s->is_string()) r.models.small = s->get<std::string>();
-    }
-    if (j.contains("run"))
-      for (const auto& [k, v] : j.at("run").at("metrics").items())
-        if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
-    if (auto p = j.find("preset"); p != j.end() && p->is_object()) r.preset = *p;
-    if (auto e = j.find("engine"); e != j.end() && e->is_object()) r.engine = *e;
-    if (auto a = j.find("adaptations"); a != j.end() && a->is_array())
-      for (const auto& e : *a)
-        if (e.is_object())
-          r.adaptations.push_back({e.value("parameter", std::string()), e.value("change", std::string()),
-                                   e.value("provider_said", std::string())});
-    if (auto h = j.find("history"); h != j.end() && h->is_object())
-      for (const auto& [k, v] : h->items())
-        if (v.is_number()) r.history_metrics["history." + k] = v.get<double>();
-    for (const auto& [id, c] : j.at("checks").items()) {
-      checks::CheckResult cr;
-      cr.id = id;
-      const std::string st = c.at("status").get<std::string>();
-      cr.status = core::value_of(checks::kCheckStatusNames, st).value_or(checks::CheckStatus::Error);
-      if (c.at("reason").is_string()) cr.reason = c.at("reason").get<std::string>();
-      if (c.at("error").is_string()) cr.error = c.at("error").get<std::string>();
-      for (const auto& [k, v] : c.at("metrics").items())
-        if (v.is_number()) cr.metrics[k] = v.get<double>();
-      // Model requests (they name their model) come back typed; a malformed one, and every
-      // network probe's sample, stays as it was written.
-      for (const auto& smp : c.value("samples", nlohmann::json::array())) {
-        auto typed = smp.is_object() && smp.contains("model") ? api::sample_from_json(smp)
-                                                               : core::Result<api::RequestSample>(core::make_error(core::ErrorCode::ConfigError, "not a model request"));
-        if (typed.ok()) cr.requests.push_back({std::move(typed.value()), smp.value("label", nlohmann::json())});
-        else cr.samples.push_back(smp);
-      }
-      cr.details = c.value("details", nlohmann::json::object());
-      if (auto t = c.find("tables"); t != c.end() && t->is_array())
-        for (const auto& table : *t) cr.tables.push_back(checks::table_from_json(table));
-      cr.duration_ms = c.value("duration_ms", 0.0);
-      r.checks.push_back(std::move(cr));
-    }
-    // Keep the registry's order: it is the order the checks ran in.
-    std::vector<checks::CheckResult> ordered;
-    for (const auto& e : checks::registry())
-      for (auto& c : r.checks)
-        if (c.id == e.id) ordered.push_back(std::move(c));
-    r.checks = std::move(ordered);
-    for (const auto& f : j.value("diagnosis", nlohmann::json::array()))
-      if (auto parsed = rules::finding_from_json(f)) r.diagnosis.push_back(*parsed);
-  } catch (const std::exception& e) {
-    return core::make_error(ErrorCode::ConfigError, "malformed results file", e.what());
-  }
-  return r;
 }
 
 }  // namespace infdoctor::run

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "api/endpoint_spec.h"
+#include "core/message.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
@@ -37,7 +38,7 @@ core::Status try_output(const std::string& flag, const std::string& path) {
 // warm request and the one after the idle gap that went cold; slow prefill's shortest and longest
 // prompts of the sweep; anything else the baseline's request to each model. Each with the run's
 // median time to first content over the requests it stands for.
-void choose_repro(const RunResult& r, const std::vector<PlannedStep>& steps, bundle::Context& bc) {
+void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& steps, bundle::Context& bc) {
   const auto top = std::find_if(r.diagnosis.begin(), r.diagnosis.end(),
                                 [](const rules::Finding& f) { return f.severity != rules::Severity::Info; });
   const std::string cause = top == r.diagnosis.end() ? "" : top->cause;
@@ -203,7 +204,7 @@ report::PromLabels Session::prom_labels() const {
 
 void Session::say(const std::string& level, const std::string& text) const {
   if (options_.log) return options_.log(level, text);
-  std::cerr << "infdoctor: " << (level.empty() ? "" : level + ": ") << text << '\n';
+  core::say(level, text);
 }
 
 void Session::announce() const {
@@ -226,9 +227,9 @@ void Session::announce() const {
     say("warning", "the plan needs more requests than the budget; checks stop when it is spent");
 }
 
-RunResult Session::measure() { return std::move(measure_together({this}).front()); }
+results::RunResult Session::measure() { return std::move(measure_together({this}).front()); }
 
-std::vector<RunResult> Session::measure_together(const std::vector<Session*>& sessions) {
+std::vector<results::RunResult> Session::measure_together(const std::vector<Session*>& sessions) {
   std::vector<Side> sides;
   for (auto* s : sessions) {
     if (sessions.size() == 1) s->announce();
@@ -236,7 +237,7 @@ std::vector<RunResult> Session::measure_together(const std::vector<Session*>& se
     sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get(), s->engine_.get()});
   }
   core::install_interrupt_handlers();
-  std::vector<RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);
+  std::vector<results::RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);
   for (std::size_t i = 0; i < sessions.size(); ++i) results[i].models = sessions[i]->subject_.models;
   for (std::size_t i = 0; i < sessions.size(); ++i)
     if (const api::Preset* p = api::find_preset(sessions[i]->subject_.preset))
@@ -244,7 +245,7 @@ std::vector<RunResult> Session::measure_together(const std::vector<Session*>& se
   return results;
 }
 
-void Session::diagnose(RunResult& r) {
+void Session::diagnose(results::RunResult& r) {
   metrics_ = flatten_metrics(r);
   if (history_) {
     auto past = history_->compare(metrics_, r.target.base_url, subject_.models.target, r.started_at);
@@ -263,7 +264,7 @@ void Session::diagnose(RunResult& r) {
   for (const auto& m : unmeasured) say("warning", "--slo names " + m + ", which was not measured");
 }
 
-int Session::finish(RunResult& r) {
+int Session::finish(results::RunResult& r) {
   const Outputs& out = options_.outputs;
   int code = exit_code(r);
   bool failed = false;
@@ -358,7 +359,7 @@ int Session::finish(RunResult& r) {
   return failed ? core::kExitCouldNotRun : code;
 }
 
-void rediagnose(RunResult& r, const rules::RuleSet& rules) {
+void rediagnose(results::RunResult& r, const rules::RuleSet& rules) {
   // Limits (--slo) were the run's own: they are kept as they were; the rules are applied afresh.
   std::vector<rules::Finding> kept;
   for (const auto& f : r.diagnosis)

@@ -74,13 +74,13 @@ class Session {
   // The steps this run will take, as the plan line and --dry-run state them.
   std::vector<PlannedStep> steps() const { return planned_steps(options_.plan, subject_.models); }
 
-  RunResult measure();
+  results::RunResult measure();
   // The sessions' plans (the first one's) against each subject, one check at a time against each,
   // the first subject rotating: time of day and this machine's load fall on all alike.
-  static std::vector<RunResult> measure_together(const std::vector<Session*>& sessions);
-  void diagnose(RunResult& r);
+  static std::vector<results::RunResult> measure_together(const std::vector<Session*>& sessions);
+  void diagnose(results::RunResult& r);
   // Writes every output and returns the exit code: the run's own, or 3 when an output failed.
-  int finish(RunResult& r);
+  int finish(results::RunResult& r);
   // The labels of this run's Prometheus series.
   report::PromLabels prom_labels() const;
 
@@ -105,6 +105,6 @@ class Session {
 };
 
 // A saved run diagnosed afresh (`explain`): the rules applied again, the run's own limits kept.
-void rediagnose(RunResult& r, const rules::RuleSet& rules);
+void rediagnose(results::RunResult& r, const rules::RuleSet& rules);
 
 }  // namespace infdoctor::run

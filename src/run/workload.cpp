@@ -114,24 +114,4 @@ std::map<std::string, double> price_workload(const Workload& w, const std::vecto
   return out;
 }
 
-std::string describe_workload(const std::map<std::string, double>& m) {
-  const auto get = [&](const char* name) -> std::optional<double> {
-    auto it = m.find(std::string("run.workload_") + name);
-    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
-  };
-  const auto prompt = get("prompt_tokens_count"), output = get("output_tokens_count"), streams = get("concurrency_count");
-  if (!prompt || !output || !streams) return {};
-  std::string out;
-  core::appendf(out, "Priced on a reference request of %.0f prompt and %.0f output tokens at %.0f stream%s", *prompt, *output,
-                *streams, *streams == 1 ? "" : "s");
-  std::string terms;
-  for (const auto& [name, label] : {std::pair{"network_ms", "network"}, {"overhead_ms", "overhead"},
-                                    {"prefill_ms", "prefill"}, {"decode_ms", "decode"}})
-    if (auto v = get(name)) core::appendf(terms, "%s%s %.0f ms", terms.empty() ? "" : " + ", label, *v);
-  if (auto total = get("total_ms")) core::appendf(out, ": %s = %.0f ms alone", terms.c_str(), *total);
-  if (auto queue = get("queue_ms")) core::appendf(out, ", and %.0f ms waiting for a slot", *queue);
-  out += " (--workload changes it).";
-  return out;
-}
-
 }  // namespace infdoctor::run

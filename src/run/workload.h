@@ -32,10 +32,6 @@ struct Workload {
 // "prompt=1024,output=128,concurrency=4", any of the three; empty gives the defaults.
 core::Result<Workload> parse_workload(const std::string& text);
 
-// "Priced on a reference request of 1024 prompt and 128 output tokens at 16 streams: ..." from
-// the run's metrics (a bundle read back, too); empty when the run priced none.
-std::string describe_workload(const std::map<std::string, double>& run_metrics);
-
 // The terms as run metrics ("run.workload_decode_ms", ...): the shape always, each term when what
 // it reads was measured, the total when the first token and the decode were.
 std::map<std::string, double> price_workload(const Workload& w, const std::vector<checks::CheckResult>& checks);

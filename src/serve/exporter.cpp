@@ -86,7 +86,7 @@ struct State {
   ServeTarget target;
   std::timed_mutex busy;  // held by a run or a probe against this target: never two at once
   // Under the exporter's `mu`:
-  std::shared_ptr<const run::RunResult> last;
+  std::shared_ptr<const results::RunResult> last;
   int exit_code = 0;
   double run_seconds = 0, finished_at = 0;
   report::Tally totals;
@@ -222,7 +222,7 @@ struct Exporter::Impl {
 
   // A module's run against one target, its results kept; `timeout` bounds a probe's request.
   struct Outcome {
-    std::shared_ptr<run::RunResult> result;
+    std::shared_ptr<results::RunResult> result;
     int exit_code = core::kExitCouldNotRun;
     double seconds = 0;
   };
@@ -236,7 +236,7 @@ struct Exporter::Impl {
                    std::chrono::milliseconds timeout, const std::string& bundle) {
     Outcome out;
     const auto t0 = Clock::now();
-    auto r = std::make_shared<run::RunResult>();
+    auto r = std::make_shared<results::RunResult>();
     r->started_at = core::rfc3339_utc(std::chrono::system_clock::now());
     r->models = models;
     checks::CheckResult c = checks::CheckResult::start("probe");
@@ -271,7 +271,7 @@ struct Exporter::Impl {
   }
 
   // A probe's evidence bundle, as a run's: its one request, results.json, summary.md, repro.sh.
-  void write_probe_bundle(const std::string& path, const std::string& name, const api::Endpoint& ep, const run::RunResult& r) {
+  void write_probe_bundle(const std::string& path, const std::string& name, const api::Endpoint& ep, const results::RunResult& r) {
     auto w = bundle::Writer::start(path);
     if (!w.ok()) {
       log("error", "cannot write the bundle: " + w.error().message, {{"target", name}});
@@ -318,7 +318,7 @@ struct Exporter::Impl {
       log("error", "cannot run " + t.spec.name + ": " + session.error().message, {{"target", t.spec.name}});
       return out;
     }
-    auto r = std::make_shared<run::RunResult>((*session)->measure());
+    auto r = std::make_shared<results::RunResult>((*session)->measure());
     (*session)->diagnose(*r);
     out.exit_code = (*session)->finish(*r);
     out.result = std::move(r);

@@ -20,18 +20,18 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto j = nlohmann::json::parse(data, data + size, nullptr, false);
   if (j.is_discarded()) return 0;
-  auto result = infdoctor::run::from_json(j);
+  auto result = infdoctor::results::from_json(j);
   if (!result.ok()) return 0;
   std::vector<std::string> warnings;
   static const auto rules = infdoctor::run::load_rules("", warnings);
-  if (rules.ok()) result->diagnosis = infdoctor::rules::diagnose(rules.value(), infdoctor::run::flatten_metrics(*result));
+  if (rules.ok()) result->diagnosis = infdoctor::rules::diagnose(rules.value(), infdoctor::results::flatten_metrics(*result));
   (void)infdoctor::report::render_text(*result);
-  (void)infdoctor::run::to_json(*result);
+  (void)infdoctor::results::to_json(*result);
   (void)infdoctor::bundle::render_html(*result);
   infdoctor::report::PromTarget t;
   t.labels = {result->target.base_url, result->models.target, "quick", "fuzz"};
   t.run = &result.value();
-  t.exit_code = infdoctor::run::exit_code(*result);
+  t.exit_code = infdoctor::results::exit_code(*result);
   t.totals = infdoctor::report::tally(*result);
   if (rules.ok()) t.rules = &rules.value();
   if (!infdoctor::prom::parse_exposition(infdoctor::report::render_prometheus({t})).ok()) std::abort();

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "prom/exposition.h"
+#include "run/runner.h"
 
 namespace infdoctor {
 namespace {
@@ -25,8 +26,8 @@ api::RequestSample answered(double ttft_ms, std::vector<double> gaps_ms, const s
 }
 
 // A run with a baseline of `ttfts`, a finding of `cause`, and the built-in rules.
-run::RunResult run_with(const std::vector<double>& ttfts, const std::string& cause, double impact_ms) {
-  run::RunResult r;
+results::RunResult run_with(const std::vector<double>& ttfts, const std::string& cause, double impact_ms) {
+  results::RunResult r;
   r.models.target = "big";
   checks::CheckResult c = checks::CheckResult::start("baseline");
   for (double t : ttfts) c.requests.push_back({answered(t, {10, 12}), nlohmann::json::object()});
@@ -52,7 +53,7 @@ const rules::RuleSet& built_in() {
   return set;
 }
 
-std::string render(const run::RunResult& r, const report::PromLabels& labels = {"t", "big", "quick", "lab"}) {
+std::string render(const results::RunResult& r, const report::PromLabels& labels = {"t", "big", "quick", "lab"}) {
   report::PromTarget t;
   t.labels = labels;
   t.run = &r;
@@ -153,7 +154,7 @@ TEST_CASE("prometheus text: the findings' series are the same set whatever a run
 }
 
 TEST_CASE("prometheus text: a run that could not reach the model is probe_success 0, and a failed request an error") {
-  run::RunResult r;
+  results::RunResult r;
   r.unreachable = "connect: refused";
   checks::CheckResult c = checks::CheckResult::start("probe");
   api::RequestSample s;

@@ -4,11 +4,12 @@
 
 #include "bundle/bundle.h"
 #include "report/text.h"
+#include "run/runner.h"
 
 namespace infdoctor::report {
 
 TEST_CASE("report: unreadable check details and tables are named, the rest of the report stands") {
-  run::RunResult r;
+  results::RunResult r;
   r.target.base_url = "https://api.example.com/v1";
   checks::CheckResult conc = checks::CheckResult::start("concurrency");
   conc.details = {{"levels", {{{"streams", "eight"}, {"ttft_p50_ms", 1.0}}}}};  // streams is not a number
@@ -45,14 +46,14 @@ TEST_CASE("results read back: a model request with fields of the wrong type stay
   good.request_id = "req-1";
   checks::CheckResult base = checks::CheckResult::start("baseline");
   base.requests.push_back({good, {{"model", "target"}}});
-  run::RunResult r;
+  results::RunResult r;
   r.target.base_url = "https://api.example.com/v1";
   r.checks.push_back(base);
-  nlohmann::json j = run::to_json(r);
+  nlohmann::json j = results::to_json(r);
   auto& samples = j["checks"]["baseline"]["samples"];
   REQUIRE(samples.size() == 1);
   samples.push_back({{"model", "m"}, {"request_id", 7}, {"ttft_ms", "slow"}, {"ok", "yes"}});  // every field the wrong type
-  const auto back = run::from_json(j);
+  const auto back = results::from_json(j);
   REQUIRE(back.ok());
   const auto& c = back->checks.front();
   REQUIRE(c.requests.size() == 1);
@@ -70,7 +71,7 @@ TEST_CASE("results read back: a model request with fields of the wrong type stay
 TEST_CASE("report: a preset's timing signals, seen and not seen, counted from the samples") {
   const api::Preset* openai = api::find_preset("openai");
   REQUIRE(openai != nullptr);
-  run::RunResult r;
+  results::RunResult r;
   r.target.base_url = "https://api.openai.com/v1";
   checks::CheckResult base = checks::CheckResult::start("baseline");
   api::RequestSample answered;

@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include "run/runner.h"
+#include "results/requests.h"
 
-namespace infdoctor::run {
+namespace infdoctor::results {
 
 TEST_CASE("requests are ranked by the finding's signal: a cold start by first token, slow decode by time per token") {
   std::mt19937_64 rng(7);
@@ -44,8 +44,14 @@ TEST_CASE("requests are ranked by the finding's signal: a cold start by first to
     const auto by_token = slowest_requests(r, 100, {}, signal_of("decode_bound").rank);
     for (std::size_t i = 1; i < by_token.size(); ++i) CHECK(*by_token[i - 1].sample->tpot_ms >= *by_token[i].sample->tpot_ms);
   }
+  // Every cause of the taxonomy has a request measure that shows it.
+  for (const auto& cause : rules::causes()) {
+    CAPTURE(cause);
+    CHECK_FALSE(signal_of(cause).name.empty());
+    CHECK(signal_of(cause).rank);
+  }
   CHECK(signal_of("no_such_cause").name.empty());
   CHECK_FALSE(signal_of("no_such_cause").rank);
 }
 
-}  // namespace infdoctor::run
+}  // namespace infdoctor::results

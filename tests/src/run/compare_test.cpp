@@ -5,8 +5,8 @@
 namespace infdoctor::run {
 namespace {
 
-RunResult with(std::map<std::string, std::map<std::string, double>> by_check) {
-  RunResult r;
+results::RunResult with(std::map<std::string, std::map<std::string, double>> by_check) {
+  results::RunResult r;
   for (auto& [id, metrics] : by_check) {
     checks::CheckResult c;
     c.id = id;
@@ -26,13 +26,13 @@ const LayerDiff& layer(const Comparison& c, const std::string& name) {
 }  // namespace
 
 TEST_CASE("compare_runs: intervals decide significance, the gap is split into the layers that explain it") {
-  const RunResult a = with({{"baseline",
+  const results::RunResult a = with({{"baseline",
                              {{"ttft_p50_ms", 300}, {"ttft_p50_ci_low_ms", 290}, {"ttft_p50_ci_high_ms", 310},
                               {"tpot_p50_ms", 10}, {"tpot_p50_ci_low_ms", 9.5}, {"tpot_p50_ci_high_ms", 10.5},
                               {"output_tokens_p50_count", 101}, {"total_p50_ms", 1300}}},
                             {"path", {{"tcp_rtt_p50_ms", 20}}},
                             {"transport", {{"tls_p50_ms", 30}, {"tls_p50_ci_low_ms", 28}, {"tls_p50_ci_high_ms", 33}}}});
-  const RunResult b = with({{"baseline",
+  const results::RunResult b = with({{"baseline",
                              {{"ttft_p50_ms", 305}, {"ttft_p50_ci_low_ms", 295}, {"ttft_p50_ci_high_ms", 320},
                               {"tpot_p50_ms", 40}, {"tpot_p50_ci_low_ms", 38}, {"tpot_p50_ci_high_ms", 42},
                               {"output_tokens_p50_count", 101}, {"total_p50_ms", 4305}}},
@@ -81,7 +81,7 @@ TEST_CASE("compare_runs: the migration story, decode 6x and prefill 14x, priced 
   // Each side priced the default reference request (1,024 prompt and 128 output tokens) from its
   // own measurements: B's prefill of 14x A's shows on that prompt, not on the baseline's short one.
   const auto side = [](double prefill, double tpot, double r2) {
-    RunResult r = with({{"baseline",
+    results::RunResult r = with({{"baseline",
                          {{"ttft_p50_ms", 60 + 32 * prefill}, {"tpot_p50_ms", tpot}, {"output_tokens_p50_count", 64},
                           {"total_p50_ms", 60 + 32 * prefill + 63 * tpot}}},
                         {"sweep", {{"prefill_ms_per_token", prefill}, {"prefill_overhead_ms", 60}, {"prefill_fit_r2_ratio", r2}}}});
@@ -108,7 +108,7 @@ TEST_CASE("compare_runs: the migration story, decode 6x and prefill 14x, priced 
   CHECK(layer(compare_runs(side(0.2, 12, 0.5), side(2.85, 71.2, 0.98), "A", "B"), "prefill per prompt token").significant ==
         "likely");
   // Without a common reference request, the baseline's short request is what both are priced on.
-  RunResult other = side(2.85, 71.2, 0.98);
+  results::RunResult other = side(2.85, 71.2, 0.98);
   other.run_metrics["run.workload_prompt_tokens_count"] = 4096;
   CHECK(compare_runs(side(0.2, 12, 0.99), other, "A", "B").priced_on.find("baseline") != std::string::npos);
 }

@@ -1,0 +1,92 @@
+#include "report/describe.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "api/chat.h"
+#include "core/strings.h"
+
+namespace infdoctor::report {
+
+std::string describe_workload(const std::map<std::string, double>& m) {
+  const auto get = [&](const char* name) -> std::optional<double> {
+    auto it = m.find(std::string("run.workload_") + name);
+    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  const auto prompt = get("prompt_tokens_count"), output = get("output_tokens_count"), streams = get("concurrency_count");
+  if (!prompt || !output || !streams) return {};
+  std::string out;
+  core::appendf(out, "Priced on a reference request of %.0f prompt and %.0f output tokens at %.0f stream%s", *prompt, *output,
+                *streams, *streams == 1 ? "" : "s");
+  std::string terms;
+  for (const auto& [name, label] : {std::pair{"network_ms", "network"}, {"overhead_ms", "overhead"},
+                                    {"prefill_ms", "prefill"}, {"decode_ms", "decode"}})
+    if (auto v = get(name)) core::appendf(terms, "%s%s %.0f ms", terms.empty() ? "" : " + ", label, *v);
+  if (auto total = get("total_ms")) core::appendf(out, ": %s = %.0f ms alone", terms.c_str(), *total);
+  if (auto queue = get("queue_ms")) core::appendf(out, ", and %.0f ms waiting for a slot", *queue);
+  out += " (--workload changes it).";
+  return out;
+}
+
+std::string describe_adaptations(const std::vector<results::Adaptation>& adaptations) {
+  std::string out;
+  for (const auto& a : adaptations)
+    out += "Adapted to the endpoint: " + a.parameter + " " + a.change + " (it said: " + a.provider_said + ").\n";
+  return out;
+}
+
+std::string describe_requests(const results::RunResult& r) {
+  std::map<std::string, int> versions;
+  for (const auto& c : r.checks)
+    for (const auto& ls : c.requests)
+      if (!ls.sample.http_version.empty()) ++versions[ls.sample.http_version];
+  if (versions.empty()) return {};
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [v, n] : versions) by_count.emplace_back(n, v);
+  std::sort(by_count.rbegin(), by_count.rend());
+  int total = 0;
+  std::vector<std::string> parts;
+  for (const auto& [n, v] : by_count) {
+    total += n;
+    parts.push_back(std::to_string(n) + " over HTTP/" + v);
+  }
+  // "answered over HTTP/2" when all were; else "answered 41 over HTTP/2 and 2 over HTTP/1.1".
+  const std::string answered = by_count.size() == 1 ? "over HTTP/" + by_count.front().second : core::join(parts, " and ");
+  const bool without = std::any_of(r.checks.begin(), r.checks.end(),
+                                   [](const checks::CheckResult& c) { return c.id == "serialization" && !c.requests.empty(); });
+  return (total == 1 ? std::string("The model request went") : core::count_of(total, "model request") + " went") +
+         " out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) + ", as the OpenAI and Anthropic SDKs send it" +
+         (without ? " (the serialization check also streamed without it)" : "") + ", and " + (total == 1 ? "was" : "were") +
+         " answered " + answered + ".\n";
+}
+
+std::string describe_engine(const nlohmann::json& engine, const std::map<std::string, double>& m) {
+  if (!engine.is_object()) return {};
+  const std::string url = engine.value("url", std::string());
+  const int scrapes = engine.value("scrapes_count", 0);
+  std::string out;
+  if (scrapes > 0) {
+    auto get = [&](const char* name) -> std::optional<double> {
+      auto it = m.find(name);
+      return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    std::vector<std::string> parts;
+    if (auto v = get("run.engine_queue_time_mean_ms")) parts.push_back(core::fmt("queued %.0f ms on average", *v));
+    if (auto v = get("run.engine_ttft_mean_ms")) parts.push_back(core::fmt("first token %.0f ms after arrival on average", *v));
+    // Scrapes come between checks, when this run's own requests are done: a count there is others'.
+    if (auto v = get("run.engine_waiting_max_count"); v && *v > 0) parts.push_back(core::fmt("%.0f waiting between checks", *v));
+    if (auto v = get("run.engine_running_max_count"); v && *v > 0) parts.push_back(core::fmt("%.0f running between checks", *v));
+    if (auto v = get("run.engine_kv_cache_usage_max_ratio")) parts.push_back(core::fmt("KV cache at most %.0f %% used", *v * 100));
+    if (auto v = get("run.engine_preemptions_count")) parts.push_back(core::fmt("%.0f preemptions", *v));
+    if (auto v = get("run.engine_prefix_cache_hit_ratio"))
+      parts.push_back(core::fmt("prefix cache hits %.0f %% of prompt tokens", *v * 100));
+    out = engine.value("engine", std::string("The engine")) + "'s own /metrics (" + std::to_string(scrapes) +
+          " scrapes, before and after each check): " + core::join(parts, ", ") + ".\n";
+  }
+  if (engine.contains("failure") && engine["failure"].is_string())
+    out += "The engine's /metrics at " + url + " could not be read" + (scrapes > 0 ? " after that" : "") + ": " +
+           engine["failure"].get<std::string>() + ".\n";
+  return out;
+}
+
+}  // namespace infdoctor::report
