@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/endpoint_flags.h"
 #include "cli/run.h"
 #include "core/message.h"
 #include "core/redact.h"
@@ -127,7 +128,8 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
       "Run the checklist against two endpoints in one session, check by check in turn, and show layer by layer\n"
       "(DNS, path, connect, TLS, server wait, first token, prefill, decode, cold start, concurrency,\n"
       "serialization) both values, their ratio, whether they differ, and which layers explain the gap.\n"
-      "Keys: key_env=VAR, else NAME_API_KEY, else the preset's variable.\n"
+      "Keys: key_env=VAR, else NAME_API_KEY, else the preset's variable. The plan and transport flags are run's,\n"
+      "for both sides.\n"
       "Exit codes: 0 within 5 % end to end, 1 one side is slower, 3 could not run.\n"
       "Or two runs already made, e.g. one target from two vantage points, read from their exporters' bundles:\n"
       "  infdoctor compare --a-results eu-west=http://infdoctor.eu:9474/bundles/prod/latest/ \\\n"
@@ -141,20 +143,12 @@ void add_compare_command(CLI::App& app, std::function<int()>& chosen) {
                   "bundle URL (http://host:9474/bundles/prod/latest/), e.g. one vantage point's");
   cmd->add_option("--b-results", o->b_results, "the other run, the same way: e.g. eu-west=... against us-east=...");
   RunOptions& r = o->run;
-  cmd->add_option("--cacert", r.endpoint.cacert, "PEM bundle of CA certificates to trust, for both");
-  cmd->add_flag("--insecure,-k", r.endpoint.insecure, "do not verify certificates (both)");
-  cmd->add_option("--max-time,-m,--timeout", r.endpoint.timeout_s, "deadline for one request, in seconds (both)")
-      ->capture_default_str();
+  add_transport_flags(*cmd, r.endpoint);
+  add_plan_flags(*cmd, r.plan);
   cmd->add_option("--max-requests", r.max_requests, "most model requests against each endpoint")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  cmd->add_flag("--quick", r.plan.quick, "fewer samples and sizes");
   cmd->add_flag("--quiet,-s", r.quiet, "no progress on stderr: errors and warnings only");
-  cmd->add_flag("--full", r.plan.full, "more samples, longer idle gaps, higher concurrency");
-  cmd->add_option("--checks", r.plan.checks, "comma-separated checks to run (default: all but soak)");
-  cmd->add_option("--sweep-max-tokens", r.plan.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
-  cmd->add_option("--sweep-prompt-tokens", r.plan.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
-  cmd->add_option("--set", r.plan.sets, "CHECK.NAME=VALUE: a check's own setting, for both");
   cmd->add_option("--rules", r.rules_dir, "directory of rule files instead of the built-in rules");
   add_json_flag(*cmd, r.outputs.json, "the comparison and both runs as JSON");
   cmd->add_option("--bundle", r.outputs.bundle,

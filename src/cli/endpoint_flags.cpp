@@ -15,6 +15,10 @@ void add_endpoint_flags(CLI::App& cmd, api::EndpointSpec& f) {
   cmd.add_option("--api-key-env", f.api_key_env,
                  "environment variable holding the API key (default: the preset's, else OPENAI_API_KEY)");
   cmd.add_option("--api-key-file", f.api_key_file, "file holding the API key (overrides --api-key-env)");
+  add_transport_flags(cmd, f);
+}
+
+void add_transport_flags(CLI::App& cmd, api::EndpointSpec& f) {
   cmd.add_option("--cacert", f.cacert, "PEM bundle of CA certificates to trust, as curl's --cacert");
   cmd.add_flag("--insecure,-k", f.insecure, "do not verify the server's certificate or host name");
   cmd.add_option("--max-time,-m,--timeout", f.timeout_s, "deadline for one request, in seconds, as curl's --max-time")

@@ -6,6 +6,11 @@
 
 namespace infdoctor::cli {
 
+// Where the endpoint is and how to authenticate (--base-url, --preset, --api-flavour, the key),
+// then the transport flags.
 void add_endpoint_flags(CLI::App& cmd, api::EndpointSpec& f);
+// How to reach it (--cacert, -k, --max-time, --connect-timeout, -H, --proxy, --resolve): compare
+// takes these for both its sides, whose addresses come with --a and --b.
+void add_transport_flags(CLI::App& cmd, api::EndpointSpec& f);
 
 }  // namespace infdoctor::cli

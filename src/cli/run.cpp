@@ -41,9 +41,40 @@ int run_with(const RunOptions& o, const std::string& command_line, results::RunR
   return code;
 }
 
+void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
+  const std::string ids = core::join_by(checks::registry(), ",", [](const checks::CheckEntry& e) { return e.id; });
+  cmd.add_option("--max-concurrency", p.max_concurrency,
+                 "most requests in flight at once (default 64); a --concurrency level above it is refused")
+      ->check(CLI::Range(1, 4096));
+  cmd.add_flag("--quick", p.quick, "fewer samples and sizes: about a minute against a healthy endpoint");
+  cmd.add_flag("--full", p.full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
+  cmd.add_option("--sweep-prompt-tokens", p.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
+  cmd.add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
+  cmd.add_option("--idle-gaps", p.idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
+  cmd.add_option("--concurrency", p.concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
+  cmd.add_option("--soak-minutes", p.soak_minutes, "run the soak check for this many minutes")
+      ->check(CLI::Range(0.0, 1440.0));
+  cmd.add_option("--checks", p.checks,
+                 "comma-separated checks to run; they run in this order: " + ids + " (default: all; soak only with --soak-minutes)");
+  cmd.add_option("--resolver", p.resolvers, "IP[:PORT] of a DNS resolver to measure as well (repeatable)");
+  cmd.add_flag("--no-system-resolvers", p.no_system_resolvers, "do not query the resolvers of /etc/resolv.conf");
+  cmd.add_option("--max-hops", p.max_hops, "hop limit of the path check's hop table (default 30)")
+      ->check(CLI::Range(1, 64));
+  cmd.add_option("--set", p.sets,
+                 "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3");
+  cmd.add_option("--workload", p.workload,
+                 "the request findings are priced on: prompt=P,output=O,concurrency=C (default prompt=1024,output=128 as "
+                 "vLLM's serving benchmark; concurrency the concurrency check's highest level). A finding's impact is "
+                 "the milliseconds its cause adds to that request");
+  cmd.add_option("--check-timeout", p.check_timeout_s,
+                 "deadline for one check's requests, in seconds, on top of the waits its plan makes by design (idle "
+                 "gaps, --soak-minutes)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+}
+
 void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   auto opts = std::make_shared<RunOptions>();
-  const std::string ids = core::join_by(checks::registry(), ",", [](const checks::CheckEntry& e) { return e.id; });
   CLI::App* cmd = app.add_subcommand(
       "run",
       "Run the checklist against an endpoint and report each layer: DNS (per resolver), network path (TCP and\n"
@@ -66,29 +97,7 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--max-requests", opts->max_requests, "most model requests the run may send")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  cmd->add_option("--max-concurrency", p.max_concurrency,
-                  "most requests in flight at once (default 64); a --concurrency level above it is refused")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_flag("--quick", p.quick, "fewer samples and sizes: about a minute against a healthy endpoint");
-  cmd->add_flag("--full", p.full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
-  cmd->add_option("--sweep-prompt-tokens", p.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
-  cmd->add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
-  cmd->add_option("--idle-gaps", p.idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
-  cmd->add_option("--concurrency", p.concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
-  cmd->add_option("--soak-minutes", p.soak_minutes, "run the soak check for this many minutes")
-      ->check(CLI::Range(0.0, 1440.0));
-  cmd->add_option("--checks", p.checks,
-                  "comma-separated checks to run; they run in this order: " + ids + " (default: all; soak only with --soak-minutes)");
-  cmd->add_option("--resolver", p.resolvers, "IP[:PORT] of a DNS resolver to measure as well (repeatable)");
-  cmd->add_flag("--no-system-resolvers", p.no_system_resolvers, "do not query the resolvers of /etc/resolv.conf");
-  cmd->add_option("--max-hops", p.max_hops, "hop limit of the path check's hop table (default 30)")
-      ->check(CLI::Range(1, 64));
-  cmd->add_option("--set", p.sets,
-                  "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3");
-  cmd->add_option("--workload", p.workload,
-                  "the request findings are priced on: prompt=P,output=O,concurrency=C (default prompt=1024,output=128 as "
-                  "vLLM's serving benchmark; concurrency the concurrency check's highest level). A finding's impact is "
-                  "the milliseconds its cause adds to that request");
+  add_plan_flags(*cmd, p);
   add_json_flag(*cmd, out.json, "results.json");
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
   cmd->add_option("--slo", opts->slo,
@@ -106,11 +115,6 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--vantage", opts->vantage,
                   "the vantage label of --prom and --push: where this run measures from, e.g. eu-west-1 (default: "
                   "this host's name)");
-  cmd->add_option("--check-timeout", p.check_timeout_s,
-                  "deadline for one check's requests, in seconds, on top of the waits its plan makes by design (idle "
-                  "gaps, --soak-minutes)")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
   cmd->add_flag("--quiet,-s", opts->quiet, "no progress, plan line or notes on stderr: errors and warnings only");
   cmd->add_flag("--verbose,-v", opts->verbose, "also one line on stderr per model request as it completes");
   cmd->add_flag("--dry-run", opts->dry_run,

@@ -3,6 +3,8 @@
 // plan and the transport flags, `infdoctor compare`.
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "api/endpoint_spec.h"
 #include "run/plan.h"
 #include "run/session.h"
@@ -29,5 +31,9 @@ struct RunOptions {
 // the bundle records (already redacted).
 // `result`, when given, receives the run's results (the demo reads its diagnosis).
 int run_with(const RunOptions& o, const std::string& command_line, results::RunResult* result = nullptr);
+
+// The flags that shape the plan (--quick, --full, the sweeps, --checks, --set, --workload, the
+// resolvers, --check-timeout...), declared once for run and compare.
+void add_plan_flags(CLI::App& cmd, run::PlanOptions& p);
 
 }  // namespace infdoctor::cli

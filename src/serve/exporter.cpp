@@ -27,6 +27,7 @@
 #include "run/engine_metrics.h"
 #include "run/pacer.h"
 #include "run/session.h"
+#include "serve/bundle_store.h"
 
 namespace infdoctor::serve {
 namespace {
@@ -38,34 +39,6 @@ constexpr auto kHour = std::chrono::hours(1);
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// A bundle's directory name: its UTC start, sortable ("20261204T231502Z").
-std::string stamp_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
-
-// A bundle being written: the prefix of its directory until the run has ended.
-constexpr const char* kStaging = ".partial-";
-
-bool is_stamp(const std::string& s) {
-  return s.size() == 16 && s[8] == 'T' && s[15] == 'Z' &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'T' || c == 'Z'; });
-}
-
-// The bundles in a target's directory, oldest first.
-std::vector<std::string> stamps_in(const fs::path& dir) {
-  std::error_code ec;
-  std::vector<std::string> stamps;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (is_stamp(e.path().filename().string())) stamps.push_back(e.path().filename().string());
-  std::sort(stamps.begin(), stamps.end());
-  return stamps;
 }
 
 // The plan a module runs: `run`'s profiles (a probe has none).
@@ -138,6 +111,7 @@ core::Result<std::vector<ServeTarget>> all_targets(const ExporterOptions& option
 
 struct Exporter::Impl {
   ExporterOptions options;
+  BundleStore store{"", 0};
   std::optional<std::regex> allowed;  // --allow-target
   rules::RuleSet rules;
   std::mutex log_mu;
@@ -365,52 +339,26 @@ struct Exporter::Impl {
       return;
     }
     log("info", "run started", {{"target", t.spec.name}, {"module", t.module}});
-    // The bundle is written under a hidden name and takes its stamp when the run has ended, so
-    // /bundles never lists, and latest never is, a bundle still being written.
-    std::string bundle, staging;
-    if (!options.bundles_dir.empty()) {
-      std::error_code ec;
-      const fs::path dir = fs::path(options.bundles_dir) / t.spec.name;
-      fs::create_directories(dir, ec);
-      const std::string stamp = stamp_now();
-      bundle = (dir / stamp).string();
-      staging = (dir / (std::string(kStaging) + stamp)).string();
-      if (fs::exists(bundle, ec)) bundle.clear(), staging.clear();  // two runs in one second: the second keeps none
-    }
+    const auto slot = store.begin(t.spec.name);
+    const std::string staging = slot ? slot->staging : "";
     // A probe's request ends by the time the next one is due.
     const auto probe_timeout =
         std::min(std::chrono::milliseconds(static_cast<long>(t.spec.endpoint.timeout_s * 1000)),
                  std::chrono::duration_cast<std::chrono::milliseconds>(t.interval));
     const Outcome o = t.module == "probe" ? probe(t, probe_timeout, staging)
                                           : checklist(t, std::min(remaining, run::kDefaultMaxRequests), staging);
-    if (!staging.empty()) {
-      std::error_code ec;
-      if (fs::exists(staging, ec)) fs::rename(staging, bundle, ec);
-      if (ec) log("error", "cannot keep the bundle: " + ec.message(), {{"target", t.spec.name}, {"bundle", bundle}});
-      if (ec || !fs::exists(bundle)) bundle.clear();
-    }
+    std::string bundle, error;
+    if (slot) bundle = store.finish(t.spec.name, *slot, error);
+    if (!error.empty()) log("error", "cannot keep the bundle: " + error, {{"target", t.spec.name}});
     keep(st, o, true);
     {
       std::lock_guard lock(mu);
       st.runs[o.result ? "completed" : "failed"] += 1;
     }
-    if (!bundle.empty()) rotate(t.spec.name);
     LogFields f = {{"target", t.spec.name}, {"module", t.module}, {"exit_code", o.exit_code}, {"seconds", seconds_rounded(o.seconds)}};
     if (o.result && !o.result->diagnosis.empty()) f.emplace_back("top_finding", o.result->diagnosis.front().rule);
     if (!bundle.empty()) f.emplace_back("bundle", bundle);
     log(o.exit_code == core::kExitCouldNotRun ? "error" : "info", "run finished", f);
-  }
-
-  // Keeps the newest `keep_bundles` of a target's bundles, and removes what a run cut off by a
-  // crash left half written (no run of the target is in progress when this runs).
-  void rotate(const std::string& name) {
-    std::error_code ec;
-    const fs::path dir = fs::path(options.bundles_dir) / name;
-    const auto stamps = stamps_in(dir);
-    const std::size_t keep = static_cast<std::size_t>(std::max(options.keep_bundles, 1));
-    for (std::size_t i = 0; i + keep < stamps.size(); ++i) fs::remove_all(dir / stamps[i], ec);
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.path().filename().string().rfind(kStaging, 0) == 0) fs::remove_all(e.path(), ec);
   }
 
   // --- HTTP ---------------------------------------------------------------------------------
@@ -538,64 +486,6 @@ struct Exporter::Impl {
     return {200, "text/plain; version=0.0.4; charset=utf-8", core::scrub(report::render_prometheus({pt}))};
   }
 
-  // /bundles, /bundles/NAME/, /bundles/NAME/STAMP/ (or latest), /bundles/NAME/STAMP/FILE.
-  HttpResponse bundles(const std::string& path) {
-    if (options.bundles_dir.empty()) return text(404, "no bundles are kept (--bundles '')\n");
-    std::vector<std::string> parts;
-    std::stringstream ss(path.substr(std::string("/bundles").size()));
-    for (std::string p; std::getline(ss, p, '/');)
-      if (!p.empty()) parts.push_back(p);
-    std::vector<std::string> names;
-    {
-      std::lock_guard lock(mu);
-      for (const auto& [n, _] : states) names.push_back(n);
-    }
-    const auto listing = [](const std::string& title, const std::vector<std::string>& links) {
-      std::string body = "<!doctype html><meta charset=utf-8><title>" + core::html_escape(title) + "</title><h1>" +
-                         core::html_escape(title) + "</h1><ul>\n";
-      for (const auto& l : links) body += "<li><a href=\"" + core::html_escape(l) + "\">" + core::html_escape(l) + "</a></li>\n";
-      return HttpResponse{200, "text/html; charset=utf-8", body + "</ul>\n"};
-    };
-    if (parts.empty()) {
-      std::vector<std::string> links;
-      for (const auto& n : names) links.push_back(n + "/");
-      return listing("infdoctor bundles", links);
-    }
-    if (std::find(names.begin(), names.end(), parts[0]) == names.end() || parts.size() > 3)
-      return text(404, "no such target\n");
-    const fs::path dir = fs::path(options.bundles_dir) / parts[0];
-    std::error_code ec;
-    auto stamps = stamps_in(dir);
-    std::reverse(stamps.begin(), stamps.end());
-    if (parts.size() == 1) {
-      std::vector<std::string> links;
-      for (const auto& s : stamps) links.push_back(s + "/");
-      return listing(parts[0] + ": bundles, newest first", links);
-    }
-    std::string stamp = parts[1];
-    if (stamp == "latest" && !stamps.empty()) stamp = stamps.front();
-    if (std::find(stamps.begin(), stamps.end(), stamp) == stamps.end())
-      return text(404, "no such bundle\n");
-    if (parts.size() == 2) {
-      std::vector<std::string> files;
-      for (const auto& e : fs::directory_iterator(dir / stamp, ec))
-        if (e.is_regular_file(ec)) files.push_back(e.path().filename().string());
-      std::sort(files.begin(), files.end());
-      return listing(parts[0] + " " + stamp, files);
-    }
-    const fs::path file = dir / stamp / parts[2];
-    if (parts[2].find("..") != std::string::npos || !fs::is_regular_file(file, ec))
-      return text(404, "no such file\n");
-    std::ifstream in(file, std::ios::binary);
-    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string ext = file.extension().string();
-    const std::string type = ext == ".html"   ? "text/html; charset=utf-8"
-                             : ext == ".json" ? "application/json"
-                             : ext == ".gz"   ? "application/gzip"
-                                              : "text/plain; charset=utf-8";
-    return {200, type, body};
-  }
-
   HttpResponse handle(const HttpRequest& req) {
     const std::string& p = req.path;
     if (p == "/metrics") return metrics();
@@ -606,7 +496,14 @@ struct Exporter::Impl {
       if (stopping) return text(503, "stopping\n");
       return text(200, "Ready\n");
     }
-    if (p == "/bundles" || p.rfind("/bundles/", 0) == 0) return bundles(p);
+    if (p == "/bundles" || p.rfind("/bundles/", 0) == 0) {
+      std::vector<std::string> names;
+      {
+        std::lock_guard lock(mu);
+        for (const auto& [n, _] : states) names.push_back(n);
+      }
+      return store.serve(p, names);
+    }
     if (p == "/")
       return {200, "text/html; charset=utf-8",
               "<!doctype html><meta charset=utf-8><title>infdoctor</title><h1>infdoctor exporter</h1><ul>"
@@ -624,6 +521,7 @@ Exporter::~Exporter() { stop(); }
 core::Result<std::unique_ptr<Exporter>> Exporter::start(ExporterOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  impl->store = BundleStore(impl->options.bundles_dir, impl->options.keep_bundles);
   if (!impl->options.allow_target.empty()) {
     try {
       impl->allowed.emplace(impl->options.allow_target, std::regex::ECMAScript);

@@ -1,0 +1,131 @@
+#include "serve/bundle_store.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/strings.h"
+
+namespace infdoctor::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+HttpResponse not_found(const std::string& body) { return {404, "text/plain; charset=utf-8", body}; }
+
+// A bundle's directory name: its UTC start, sortable ("20261204T231502Z").
+std::string stamp_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// A bundle being written: the prefix of its directory until the run has ended.
+constexpr const char* kStaging = ".partial-";
+
+bool is_stamp(const std::string& s) {
+  return s.size() == 16 && s[8] == 'T' && s[15] == 'Z' &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'T' || c == 'Z'; });
+}
+
+// The bundles in a target's directory, oldest first.
+std::vector<std::string> stamps_in(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> stamps;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (is_stamp(e.path().filename().string())) stamps.push_back(e.path().filename().string());
+  std::sort(stamps.begin(), stamps.end());
+  return stamps;
+}
+
+}  // namespace
+
+std::optional<BundleStore::Slot> BundleStore::begin(const std::string& target) const {
+  if (dir_.empty()) return std::nullopt;
+  std::error_code ec;
+  const fs::path dir = fs::path(dir_) / target;
+  fs::create_directories(dir, ec);
+  const std::string stamp = stamp_now();
+  if (fs::exists(dir / stamp, ec)) return std::nullopt;  // two runs in one second: the second keeps none
+  return Slot{(dir / (std::string(kStaging) + stamp)).string(), (dir / stamp).string()};
+}
+
+std::string BundleStore::finish(const std::string& target, const Slot& slot, std::string& error) const {
+  std::error_code ec;
+  if (!fs::exists(slot.staging, ec)) return {};  // the run wrote none (it could not start)
+  fs::rename(slot.staging, slot.kept, ec);
+  if (ec) {
+    error = ec.message();
+    return {};
+  }
+  // The newest `keep_` stay; what a run cut off by a crash left half written goes (no run of the
+  // target is in progress now).
+  const fs::path dir = fs::path(dir_) / target;
+  const auto stamps = stamps_in(dir);
+  const std::size_t keep = static_cast<std::size_t>(std::max(keep_, 1));
+  for (std::size_t i = 0; i + keep < stamps.size(); ++i) fs::remove_all(dir / stamps[i], ec);
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind(kStaging, 0) == 0) fs::remove_all(e.path(), ec);
+  return slot.kept;
+}
+
+HttpResponse BundleStore::serve(const std::string& path, const std::vector<std::string>& names) const {
+  if (dir_.empty()) return not_found("no bundles are kept (--bundles '')\n");
+  std::vector<std::string> parts;
+  std::stringstream ss(path.substr(std::string("/bundles").size()));
+  for (std::string p; std::getline(ss, p, '/');)
+    if (!p.empty()) parts.push_back(p);
+  const auto listing = [](const std::string& title, const std::vector<std::string>& links) {
+    std::string body = "<!doctype html><meta charset=utf-8><title>" + core::html_escape(title) + "</title><h1>" +
+                       core::html_escape(title) + "</h1><ul>\n";
+    for (const auto& l : links) body += "<li><a href=\"" + core::html_escape(l) + "\">" + core::html_escape(l) + "</a></li>\n";
+    return HttpResponse{200, "text/html; charset=utf-8", body + "</ul>\n"};
+  };
+  if (parts.empty()) {
+    std::vector<std::string> links;
+    for (const auto& n : names) links.push_back(n + "/");
+    return listing("infdoctor bundles", links);
+  }
+  if (std::find(names.begin(), names.end(), parts[0]) == names.end() || parts.size() > 3)
+    return not_found("no such target\n");
+  const fs::path dir = fs::path(dir_) / parts[0];
+  std::error_code ec;
+  auto stamps = stamps_in(dir);
+  std::reverse(stamps.begin(), stamps.end());
+  if (parts.size() == 1) {
+    std::vector<std::string> links;
+    for (const auto& s : stamps) links.push_back(s + "/");
+    return listing(parts[0] + ": bundles, newest first", links);
+  }
+  std::string stamp = parts[1];
+  if (stamp == "latest" && !stamps.empty()) stamp = stamps.front();
+  if (std::find(stamps.begin(), stamps.end(), stamp) == stamps.end())
+    return not_found("no such bundle\n");
+  if (parts.size() == 2) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir / stamp, ec))
+      if (e.is_regular_file(ec)) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    return listing(parts[0] + " " + stamp, files);
+  }
+  const fs::path file = dir / stamp / parts[2];
+  if (parts[2].find("..") != std::string::npos || !fs::is_regular_file(file, ec))
+    return not_found("no such file\n");
+  std::ifstream in(file, std::ios::binary);
+  std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string ext = file.extension().string();
+  const std::string type = ext == ".html"   ? "text/html; charset=utf-8"
+                           : ext == ".json" ? "application/json"
+                           : ext == ".gz"   ? "application/gzip"
+                                            : "text/plain; charset=utf-8";
+  return {200, type, body};
+}
+
+}  // namespace infdoctor::serve
