@@ -76,14 +76,17 @@ std::string reference_waterfall(const results::RunResult& r, const std::map<std:
     rows.push_back({t.label, at, std::max(0.0, *t.ms), marked, marked ? "the top finding's term" : ""});
     at += std::max(0.0, *t.ms);
   }
-  if (top)
+  const bool marked = std::any_of(rows.begin(), rows.end(), [](const WaterfallRow& w) { return w.marked; });
+  if (top && marked)
     caption += " In red, " + std::string(term.empty() ? "on top of the request, " : "the term holding ") + "the top finding: " +
                top->cause + ", " + fmt("%.0f ms", top->impact_ms) + ".";
+  else if (top)
+    caption += " The top finding, " + top->cause + " (" + fmt("%.0f ms", top->impact_ms) + "), is in a term this run did not measure.";
   return svg_waterfall("reference-request-svg", rows);
 }
 
 // Every model request of the run by its start: usual ones, those the run's time series read as
-// slow per token (run::read_series, as the rules do), failures and refusals; the stretches of
+// slow per token (results::read_series, as the rules do), failures and refusals; the stretches of
 // consecutive slow requests shaded.
 // The target model's requests are dots, the small model's rings.
 struct Timeline {
