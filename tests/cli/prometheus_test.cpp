@@ -442,14 +442,21 @@ TEST_CASE("prometheus: serve as a blackbox user expects: series from the start, 
 
   // /probe?target=URL, as Prometheus sends it (percent-encoded), for a URL --allow-target admits;
   // no key of this host's goes to it.
-  const std::size_t before = server->served().size();
+  // (Only the probes ask Qwen2.5-7B-Instruct: slowrun's checklist may be sending meanwhile.)
+  const auto qwen = [&] {
+    std::vector<fake::ServedRequest> out;
+    for (const auto& r : server->served())
+      if (r.model == "Qwen2.5-7B-Instruct") out.push_back(r);
+    return out;
+  };
+  const std::size_t before = qwen().size();
   const auto probed = test::http_get(serve.url("/probe?target=" + percent_encoded(server->base_url()) + "&model=Qwen2.5-7B-Instruct"),
                                      {"X-Prometheus-Scrape-Timeout-Seconds: 5"});
   CHECK(probed.status == 200);
   CHECK_MESSAGE(sample_value(sample_line(probed.body, "infdoctor_probe_success{target=\"" + server->base_url() +
                                                           "\",model=\"Qwen2.5-7B-Instruct\",module=\"probe\",")) == 1,
                 probed.body);
-  const auto served = server->served();
+  const auto served = qwen();
   REQUIRE(served.size() == before + 1);
   CHECK(served.back().key_header == "");
   // A URL it does not admit, and one without its model, are refused before anything is sent.
@@ -457,7 +464,7 @@ TEST_CASE("prometheus: serve as a blackbox user expects: series from the start, 
   CHECK(outside.status == 403);
   CHECK(outside.body.find("not admitted by --allow-target") != std::string::npos);
   CHECK(test::http_get(serve.url("/probe?target=" + percent_encoded(server->base_url()))).status == 400);
-  CHECK(server->served().size() == before + 1);
+  CHECK(qwen().size() == before + 1);
 
   // The checklist ends by its interval too: the checks it had no time for are skipped, saying why.
   const auto d2 = std::chrono::steady_clock::now() + 30s;
@@ -467,8 +474,10 @@ TEST_CASE("prometheus: serve as a blackbox user expects: series from the start, 
   const std::string after = body();
   const double slow_s = sample_value(sample_line(after, "infdoctor_probe_duration_seconds{target=\"slowrun\","));
   MESSAGE("the quick run with a 10 s interval took " << slow_s << " s");
+  // Unbounded, the same quick run takes about 18 s; diagnosing and writing the bundle come after
+  // the deadline (slower under the sanitizers).
   CHECK(slow_s > 8.0);
-  CHECK(slow_s < 11.5);
+  CHECK(slow_s < 14.0);
   const auto slow_results = nlohmann::json::parse(test::http_get(serve.url("/bundles/slowrun/latest/results.json")).body, nullptr, false);
   REQUIRE(slow_results.is_object());
   int cut = 0;
