@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -32,7 +30,6 @@
 namespace infdoctor::serve {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kHour = std::chrono::hours(1);
