@@ -6,6 +6,7 @@
 // the provider serves both models from the same fleet.
 // Emits: baseline.{ttft_p50_ms,tpot_p50_ms,total_p50_ms,itl_p99_ms,...,small_*,ttft_ratio,tpot_ratio}.
 #include "api/model_size.h"
+#include "checks/baseline.h"
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
@@ -17,17 +18,17 @@ const CheckInfo kBaselineInfo{
     "baseline",
     "Small model against target model",
     "The same short request to a small model and to the target model: TTFT, time per token, total.",
-    {{"baseline.ttft_p50_ms", "ms", "target model: median time to first token (without connection setup)",
+    {{baseline_metric::ttft_p50_ms.name, "ms", "target model: median time to first token (without connection setup)",
       {.layer = "time to first token", .per = "every request", .explains = Explains::Whole, .history = true, .slo = "ttft_p50_ms", .column = "TTFT p50"}},
      {"baseline.ttft_p90_ms", "ms", "target model: 90th percentile TTFT",
       {.slo = "ttft_p90_ms"}},
      {"baseline.ttft_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TTFT, low end"},
      {"baseline.ttft_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TTFT, high end"},
-     {"baseline.tpot_p50_ms", "ms", "target model: median time per output token",
+     {baseline_metric::tpot_p50_ms.name, "ms", "target model: median time per output token",
       {.layer = "decode per output token", .per = "per output token", .explains = Explains::PerOutputToken, .history = true, .slo = "tpot_p50_ms", .column = "TPOT p50"}},
      {"baseline.tpot_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TPOT, low end"},
      {"baseline.tpot_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TPOT, high end"},
-     {"baseline.total_p50_ms", "ms", "target model: median end-to-end time",
+     {baseline_metric::total_p50_ms.name, "ms", "target model: median end-to-end time",
       {.history = true, .slo = "total_p50_ms", .typical = Typical::EndToEnd}},
      {"baseline.itl_p50_ms", "ms", "target model: median gap between content events",
       {.slo = "itl_p50_ms"}},
@@ -52,7 +53,7 @@ const CheckInfo kBaselineInfo{
       "target model: median time reasoning before the answer: first reasoning to first answer token when it streams, the hidden tokens times the time per token when not"},
      {"baseline.first_answer_p50_ms", "ms", "target model: median time to the first answer token (after any reasoning)"},
      {"baseline.small_ttft_p50_ms", "ms", "small model: median TTFT"},
-     {"baseline.small_tpot_p50_ms", "ms", "small model: median time per output token"},
+     {baseline_metric::small_tpot_p50_ms.name, "ms", "small model: median time per output token"},
      {"baseline.small_total_p50_ms", "ms", "small model: median end-to-end time"},
      {"baseline.small_samples_count", "count", "small model: successful requests"},
      {"baseline.ttft_ratio", "ratio", "target over small median TTFT"},
@@ -67,7 +68,8 @@ const CheckInfo kBaselineInfo{
      {"baseline.failures_count", "count", "failed requests, both models"}},
     {{"reasoning_tokens_p50_count", "TTFT {ttft_p50_ms}, first answer {first_answer_p50_ms} after {reasoning_tokens_p50_count} reasoning tokens, per token {tpot_p50_ms}, total {total_p50_ms}"},
      {"tpot_ratio", "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
-     {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}}};
+     {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}},
+    {baseline_setting::samples, baseline_setting::max_tokens, baseline_setting::prompt_tokens}};
 
 // A 70B dense model beside an 8B one: the widest pair of sizes commonly served side by side.
 constexpr double kWidestCommonPair = 70.0 / 8.0;
@@ -95,9 +97,9 @@ std::optional<double> reasoning_ms(const api::RequestSample& s) {
 class BaselineCheck final : public Check {
  public:
   explicit BaselineCheck(const Options& o)
-      : samples_(o.get_int(kBaselineInfo.id, "samples", 5, 1, 1000)),
-        max_tokens_(o.get_int(kBaselineInfo.id, "max_tokens", 64, 2, 100000)),
-        prompt_tokens_(o.get_int(kBaselineInfo.id, "prompt_tokens", 32, 1, 100000)) {}
+      : samples_(o.whole(baseline_setting::samples)),
+        max_tokens_(o.whole(baseline_setting::max_tokens)),
+        prompt_tokens_(o.whole(baseline_setting::prompt_tokens)) {}
   const CheckInfo& info() const override { return kBaselineInfo; }
   std::vector<Step> plan() const override {
     // Alternating small and target model when --small-model is given.
@@ -105,7 +107,7 @@ class BaselineCheck final : public Check {
             {"the same to the small model (with --small-model)", samples_, "small", prompt_tokens_, max_tokens_}};
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kBaselineInfo.id);
     const Models& m = ctx.models();
     if (m.target.empty()) return out.skip("no --model given");
@@ -116,10 +118,7 @@ class BaselineCheck final : public Check {
     for (int i = 0; i < samples_ && !loop.stopped(); ++i) {
       for (const auto& model : models) {
         ctx.progress("baseline: " + model + " " + std::to_string(i + 1) + "/" + std::to_string(samples_));
-        api::ChatRequest req;
-        req.model = model;
-        req.prompt = api::synthetic_prompt(prompt_tokens_);
-        req.max_tokens = max_tokens_;
+        api::ChatRequest req = api::synthetic_request(model, prompt_tokens_, max_tokens_);
         const auto sent = loop.send(req, {{"model_role", model == m.target ? "target" : "small"}});
         if (!sent || !sent->ok) continue;
         const api::RequestSample& s = *sent;
@@ -216,6 +215,6 @@ class BaselineCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_baseline_check(const Options& o) { return std::make_unique<BaselineCheck>(o); }
+CheckEntry baseline_entry() { return entry_of<BaselineCheck>(kBaselineInfo); }
 
 }  // namespace infdoctor::checks

@@ -2,6 +2,7 @@
 
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -28,6 +29,18 @@ CheckResult& CheckResult::skip(std::string why) {
   status = CheckStatus::Skipped;
   reason = std::move(why);
   return *this;
+}
+
+std::optional<double> CheckResult::metric(const MetricKey& m) const {
+  if (id != m.check()) return std::nullopt;
+  const auto it = metrics.find(std::string(m.key()));
+  return it == metrics.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+std::optional<double> metric_of(const std::vector<CheckResult>& checks, const MetricKey& m) {
+  for (const auto& c : checks)
+    if (c.id == m.check()) return c.metric(m);
+  return std::nullopt;
 }
 
 void CheckResult::add_summary(const std::string& prefix, const std::string& unit, const std::vector<double>& values) {
@@ -92,84 +105,118 @@ nlohmann::json to_json(const CheckResult& r) {
 }
 
 namespace {
-std::string key_of(const std::string& check, const std::string& name) { return check + "." + name; }
-}  // namespace
 
-int Options::get_int(const std::string& check, const std::string& name, int def, int lo, int hi) const {
-  const double v = get_double(check, name, def, lo, hi);
-  if (v != static_cast<int>(v)) {
-    errors_.push_back(key_of(check, name) + ": must be a whole number");
-    return def;
-  }
-  return static_cast<int>(v);
-}
-
-const std::string* Options::find(const std::string& check, const std::string& name) const {
-  const std::string key = key_of(check, name);
-  asked_.insert(key);
-  auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
-}
-
-double Options::get_double(const std::string& check, const std::string& name, double def, double lo, double hi) const {
-  const std::string* text = find(check, name);
-  if (!text) return def;
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
   char* end = nullptr;
-  const double v = std::strtod(text->c_str(), &end);
-  if (text->empty() || *end != '\0' || !(v >= lo && v <= hi)) {
-    std::ostringstream msg;
-    msg << key_of(check, name) << ": '" << *text << "' is not a number in [" << lo << ", " << hi << "]";
-    errors_.push_back(msg.str());
-    return def;
-  }
+  const double v = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
-std::string Options::get_string(const std::string& check, const std::string& name, const std::string& def) const {
-  const std::string* text = find(check, name);
-  return text ? *text : def;
-}
-
-std::string Options::get_choice(const std::string& check, const std::string& name, const std::string& def,
-                                const std::vector<std::string>& choices) const {
-  const std::string v = get_string(check, name, def);
-  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
-  std::string all;
-  for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
-  errors_.push_back(key_of(check, name) + ": '" + v + "' is not one of " + all);
-  return def;
-}
-
-std::vector<std::string> Options::get_list(const std::string& check, const std::string& name) const {
+std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
-  const std::string* text = find(check, name);
-  if (!text) return out;
-  std::stringstream ss(*text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
   return out;
 }
 
-std::vector<double> Options::get_number_list(const std::string& check, const std::string& name, const std::string& def,
-                                             double lo, double hi) const {
-  const std::string text = get_string(check, name, def);
-  std::vector<double> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(v >= lo && v <= hi) || (!out.empty() && v <= out.back())) {
-      std::ostringstream msg;
-      msg << key_of(check, name) << ": '" << text << "' is not an ascending list of numbers in [" << lo << ", " << hi
-          << "]";
-      errors_.push_back(msg.str());
-      out.clear();
-      std::stringstream d(def);
-      for (std::string i2; std::getline(d, i2, ',');) out.push_back(std::strtod(i2.c_str(), nullptr));
-      return out;
+std::string range(double lo, double hi) { return "[" + format_number(lo) + ", " + format_number(hi) + "]"; }
+
+}  // namespace
+
+std::string setting_accepts(const Setting& s) {
+  switch (s.kind) {
+    case SettingKind::Whole: return "a whole number in " + range(s.lo, s.hi);
+    case SettingKind::Number: return "a number in " + range(s.lo, s.hi);
+    case SettingKind::Numbers:
+      return "an ascending list of numbers in " + range(s.lo, s.hi) +
+             (s.capped_by ? std::string(", none above ") + s.capped_by->key : "");
+    case SettingKind::Choice: {
+      std::string all;
+      for (const auto& c : split_commas(s.choices)) all += (all.empty() ? "" : ", ") + c;
+      return "one of " + all;
     }
-    out.push_back(v);
+    case SettingKind::Text: return "text";
+    case SettingKind::Texts: return "a comma list";
   }
+  return "";
+}
+
+std::string setting_problem(const Setting& s, const std::string& text, std::optional<double> cap) {
+  const auto bad = [&] { return std::string(s.key) + ": '" + text + "' is not " + setting_accepts(s); };
+  switch (s.kind) {
+    case SettingKind::Whole: {
+      const auto v = parse_number(text);
+      return v && *v == std::floor(*v) && *v >= s.lo && *v <= s.hi ? "" : bad();
+    }
+    case SettingKind::Number: {
+      const auto v = parse_number(text);
+      return v && *v >= s.lo && *v <= s.hi ? "" : bad();
+    }
+    case SettingKind::Numbers: {
+      std::optional<double> last;
+      for (const auto& item : split_commas(text)) {
+        const auto v = parse_number(item);
+        if (!v || *v < s.lo || *v > s.hi || (last && *v <= *last)) return bad();
+        if (cap && *v > *cap)
+          return std::string(s.key) + ": " + item + " is above " + s.capped_by->key + " (" + format_number(*cap) + ")";
+        last = v;
+      }
+      // An empty list is a value only of a list whose default is empty (off unless given).
+      return last || (text.empty() && *s.def == '\0') ? "" : bad();
+    }
+    case SettingKind::Choice: {
+      const auto choices = split_commas(s.choices);
+      return std::find(choices.begin(), choices.end(), text) != choices.end() ? "" : bad();
+    }
+    case SettingKind::Text:
+    case SettingKind::Texts: return "";
+  }
+  return "";
+}
+
+const std::string* Options::given(const Setting& s) const {
+  asked_.insert(s.key);
+  const auto it = values_.find(s.key);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+std::string Options::text(const Setting& s) const { return checked(s); }
+
+std::string Options::checked(const Setting& s) const {
+  std::optional<double> cap;
+  if (s.capped_by) cap = number(*s.capped_by);
+  const std::string* v = given(s);
+  if (!v) return s.def;
+  const std::string problem = setting_problem(s, *v, cap);
+  if (problem.empty()) return *v;
+  errors_.push_back(problem);
+  return s.def;
+}
+
+double Options::number(const Setting& s) const { return parse_number(checked(s)).value_or(0); }
+
+int Options::whole(const Setting& s) const { return static_cast<int>(number(s)); }
+
+std::vector<double> Options::numbers(const Setting& s) const {
+  std::vector<double> out;
+  for (const auto& item : split_commas(checked(s))) out.push_back(parse_number(item).value_or(0));
+  return out;
+}
+
+bool Options::on(const Setting& s) const {
+  switch (s.kind) {
+    case SettingKind::Whole:
+    case SettingKind::Number: return number(s) != 0;
+    default: return !text(s).empty();
+  }
+}
+
+std::vector<std::string> Options::texts(const Setting& s) const {
+  std::vector<std::string> out;
+  for (auto& item : split_commas(text(s)))
+    if (!item.empty()) out.push_back(std::move(item));
   return out;
 }
 

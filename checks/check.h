@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,6 +54,16 @@ struct MetricTags {
   const char* fit_r2 = nullptr;
 };
 
+// A declared metric as code refers to it: its name as rules see it, "<check id>.<quantity>_<unit>".
+// A check declares the ones other code reads as constants in its header (checks/baseline.h, ...),
+// its CheckInfo names them through those, and readers look them up through them.
+struct MetricKey {
+  const char* name;
+  constexpr std::string_view check() const { return std::string_view(name).substr(0, std::string_view(name).find('.')); }
+  // The name without the check id: how CheckResult::metrics holds it.
+  constexpr std::string_view key() const { return std::string_view(name).substr(std::string_view(name).find('.') + 1); }
+};
+
 struct MetricInfo {
   std::string name;  // "<check id>.<quantity>_<unit>", as rules see it
   std::string unit;
@@ -68,12 +79,51 @@ struct Headline {
   const char* text;
 };
 
+// One setting of a check, as `--set CHECK.NAME=VALUE` writes it. A check declares each in its
+// header once (checks/<id>.h, namespace `<id>_setting`) and lists them in its CheckInfo; the plan
+// (profiles and flags), --set's validation, `run --settings` and the check's constructor read that
+// declaration, so a name, default or range is written in one place.
+enum class SettingKind {
+  Whole,    // a whole number in [lo, hi]
+  Number,   // a number in [lo, hi]
+  Numbers,  // an ascending comma list of numbers, each in [lo, hi]
+  Choice,   // one of `choices`
+  Text,     // any text
+  Texts,    // a comma list of texts
+};
+struct Setting {
+  const char* key;  // "<check id>.<name>"
+  SettingKind kind;
+  const char* def;  // the default as --set writes it; "" for an empty list
+  double lo = 0, hi = 0;
+  const char* help = "";
+  const char* choices = "";  // Choice: "udp,tcp,off"
+  // Numbers: the setting whose value bounds each number from above (the concurrency levels by
+  // the cap on parallel streams); nullptr when none.
+  const Setting* capped_by = nullptr;
+  constexpr std::string_view check() const { return std::string_view(key).substr(0, std::string_view(key).find('.')); }
+  constexpr std::string_view name() const { return std::string_view(key).substr(std::string_view(key).find('.') + 1); }
+};
+// What is wrong with `text` as a value of `s` (and, for a capped list, with `cap` as its bound);
+// empty when nothing is. The message names the setting.
+std::string setting_problem(const Setting& s, const std::string& text, std::optional<double> cap = std::nullopt);
+// "a whole number in [1, 1000]", "one of udp, tcp, off": what a setting accepts, for messages and
+// `run --settings`.
+std::string setting_accepts(const Setting& s);
+
 struct CheckInfo {
   std::string id;
   std::string title;
   std::string summary;  // one sentence for `infdoctor explain` and --help
   std::vector<MetricInfo> metrics;
   std::vector<Headline> headlines;
+  std::vector<Setting> settings;
+  // A check a run takes only when this setting holds something (Options::on), or when named
+  // (--checks); nullptr: every run takes it.
+  const Setting* off_unless = nullptr;
+  // A check a run takes only when --checks names it (`--checks +cache` adds it to the others): one
+  // that costs more than a diagnosis of a slow endpoint needs.
+  bool opt_in = false;
 };
 
 enum class CheckStatus { Ok, Skipped, Error };
@@ -123,6 +173,8 @@ struct CheckResult {
   CheckResult& fail(const core::Error& e);
   CheckResult& skip(std::string reason);
   void set(const std::string& name, double value) { metrics[name] = value; }
+  // The metric `m` when this is its check and it was measured.
+  std::optional<double> metric(const MetricKey& m) const;
   // `<prefix>_{p50,p90,max}_<unit>` and `<prefix>_samples_count` from kept raw values; with an
   // empty prefix, `p50_<unit>` and `samples_count`.
   void add_summary(const std::string& prefix, const std::string& unit, const std::vector<double>& values);
@@ -133,28 +185,34 @@ struct CheckResult {
 
 nlohmann::json to_json(const CheckResult& r);
 
-// Per-check options, `<check id>.<name>` = text. Getters fall back to defaults and collect every
-// bad value, so a run reports all config errors before it probes anything.
+// The settings a run was given, `<check id>.<name>` = text, read through their declarations. A
+// value is checked against its declaration before any check reads it (run/plan.cpp): a getter meeting
+// a bad one anyway falls back to the default and keeps the problem in errors().
 class Options {
  public:
   void set(const std::string& key, const std::string& value) { values_[key] = value; }
-  int get_int(const std::string& check, const std::string& name, int def, int lo, int hi) const;
-  double get_double(const std::string& check, const std::string& name, double def, double lo, double hi) const;
-  std::string get_string(const std::string& check, const std::string& name, const std::string& def) const;
-  std::string get_choice(const std::string& check, const std::string& name, const std::string& def,
-                         const std::vector<std::string>& choices) const;
-  std::vector<std::string> get_list(const std::string& check, const std::string& name) const;
-  // A comma-separated list of numbers in [lo, hi], ascending; `def` when unset.
-  std::vector<double> get_number_list(const std::string& check, const std::string& name, const std::string& def,
-                                      double lo, double hi) const;
+  void set(const Setting& s, const std::string& value) { values_[s.key] = value; }
+  // The text given for `s`, or nullptr when it was not given.
+  const std::string* given(const Setting& s) const;
+  // The value of `s` when given, else its default.
+  std::string text(const Setting& s) const;
+  int whole(const Setting& s) const;
+  double number(const Setting& s) const;
+  std::vector<double> numbers(const Setting& s) const;
+  std::vector<std::string> texts(const Setting& s) const;
+  // True when `s` holds something: a number other than 0, a text or list not empty.
+  bool on(const Setting& s) const;
+  // A problem a check finds in its settings beyond what their declarations can say (a body that
+  // is not JSON): kept with the others, and the run does not start.
+  void problem(std::string what) const { errors_.push_back(std::move(what)); }
   const std::vector<std::string>& errors() const { return errors_; }
   std::vector<std::string> keys() const;
-  // Every key a getter has asked for, set or not: after each check has read its options, a key
-  // that was set and never asked for is a setting no check has (a typo).
+  // Every key a getter has read, given or not: a test holds it to the check's declared settings.
   const std::set<std::string>& asked() const { return asked_; }
 
  private:
-  const std::string* find(const std::string& check, const std::string& name) const;
+  // The value of `s` when it passes its declaration, else the default (the problem kept).
+  std::string checked(const Setting& s) const;
 
   std::map<std::string, std::string> values_;
   mutable std::vector<std::string> errors_;
@@ -274,6 +332,9 @@ class CheckContext {
 // Time to first token from the moment the request was written to the socket: without connection
 // setup (DNS, connect, TLS) and without the client's own wait behind concurrent requests; what the
 // server took (and the wire), comparable between fresh and reused connections.
+// The metric `m` of the run's checks: of the check it belongs to, when that ran and measured it.
+std::optional<double> metric_of(const std::vector<CheckResult>& checks, const MetricKey& m);
+
 std::optional<double> server_ttft_ms(const api::RequestSample& s);
 // The same for the end of the stream (last content event), or the whole non-streamed response.
 std::optional<double> server_total_ms(const api::RequestSample& s);
@@ -287,7 +348,8 @@ class Check {
  public:
   virtual ~Check() = default;
   virtual const CheckInfo& info() const = 0;
-  virtual CheckResult run(CheckContext& ctx) = 0;
+  // A check holds only its settings: run() changes nothing in it, so one check serves every side of a run.
+  virtual CheckResult run(CheckContext& ctx) const = 0;
   // Every step the check will take at most, in order: model requests with their tokens, and the
   // network probes. Nothing is sent to make this list.
   virtual std::vector<Step> plan() const = 0;

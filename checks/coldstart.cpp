@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "checks/check.h"
+#include "checks/coldstart.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
 
@@ -27,26 +28,27 @@ const CheckInfo kColdstartInfo{
     "coldstart",
     "Cold starts",
     "Time to first token after rising idle gaps, against back-to-back requests.",
-    {{"coldstart.baseline_ttft_p50_ms", "ms", "median TTFT of back-to-back requests", {.history = true}},
+    {{coldstart_metric::baseline_ttft_p50_ms.name, "ms", "median TTFT of back-to-back requests", {.history = true}},
      {"coldstart.baseline_ttft_mad_ms", "ms", "their spread (scaled MAD)"},
      {"coldstart.first_request_ttft_ms", "ms", "TTFT of the run's first model request"},
-     {"coldstart.first_request_penalty_ms", "ms", "first request's TTFT minus the baseline median", {.history = true}},
-     {"coldstart.penalty_ms", "ms", "median TTFT excess over the baseline after the cold gaps",
+     {coldstart_metric::first_request_penalty_ms.name, "ms", "first request's TTFT minus the baseline median", {.history = true}},
+     {coldstart_metric::penalty_ms.name, "ms", "median TTFT excess over the baseline after the cold gaps",
       {.layer = "cold start after idle", .per = "requests after idle", .history = true, .slo = "cold_start_penalty_ms", .column = "cold ms"}},
-     {"coldstart.threshold_s", "s", "shortest idle gap after which TTFT jumped"},
+     {coldstart_metric::threshold_s.name, "s", "shortest idle gap after which TTFT jumped"},
      {"coldstart.threshold_low_s", "s", "longest shorter gap after which it did not"},
      {"coldstart.cold_gaps_count", "count", "idle gaps after which TTFT jumped"},
      {"coldstart.gaps_count", "count", "idle gaps measured"},
      {"coldstart.samples_count", "count", "requests that succeeded"}},
     {{"penalty_ms", "TTFT +{penalty_ms} after {threshold_s} idle (not after {threshold_low_s}); baseline {baseline_ttft_p50_ms}"},
-     {nullptr, "no jump after {gaps_count} idle gaps; baseline TTFT {baseline_ttft_p50_ms}, first request {first_request_ttft_ms}"}}};
+     {nullptr, "no jump after {gaps_count} idle gaps; baseline TTFT {baseline_ttft_p50_ms}, first request {first_request_ttft_ms}"}},
+    {coldstart_setting::idle_gaps, coldstart_setting::baseline_samples, coldstart_setting::prompt_tokens}};
 
 class ColdstartCheck final : public Check {
  public:
   explicit ColdstartCheck(const Options& o)
-      : gaps_(o.get_number_list(kColdstartInfo.id, "idle_gaps", "0,2,5,10,20", 0, 86400)),
-        baseline_samples_(o.get_int(kColdstartInfo.id, "baseline_samples", 3, 1, 100)),
-        prompt_tokens_(o.get_int(kColdstartInfo.id, "prompt_tokens", 16, 1, 100000)) {}
+      : gaps_(o.numbers(coldstart_setting::idle_gaps)),
+        baseline_samples_(o.whole(coldstart_setting::baseline_samples)),
+        prompt_tokens_(o.whole(coldstart_setting::prompt_tokens)) {}
   const CheckInfo& info() const override { return kColdstartInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps = {{"the run's first model request", 1, "target", prompt_tokens_, 1},
@@ -71,13 +73,10 @@ class ColdstartCheck final : public Check {
     return std::chrono::milliseconds(static_cast<long long>((total + longest) * 1000));
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kColdstartInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
-    api::ChatRequest req;
-    req.model = ctx.models().target;
-    req.prompt = api::synthetic_prompt(prompt_tokens_);
-    req.max_tokens = 1;
+    api::ChatRequest req = api::synthetic_request(ctx.models().target, prompt_tokens_, 1);
     RequestLoop loop(ctx, out);
     // A model that answered 503 "loading" first was answered after the run waited it out (the
     // pacer): the time it waited is part of this request's time to its first token.
@@ -188,6 +187,6 @@ class ColdstartCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_coldstart_check(const Options& o) { return std::make_unique<ColdstartCheck>(o); }
+CheckEntry coldstart_entry() { return entry_of<ColdstartCheck>(kColdstartInfo); }
 
 }  // namespace infdoctor::checks

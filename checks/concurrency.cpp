@@ -25,6 +25,7 @@
 #include <cmath>
 
 #include "checks/check.h"
+#include "checks/concurrency.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
 
@@ -59,11 +60,13 @@ const CheckInfo kConcurrencyInfo{
       "the average stream's wait on one shared connection minus on connections of their own: what sharing costs"},
      {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput (absent: it still grows at the highest level)",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
-     {"concurrency.max_level_count", "count", "highest level measured"},
+     {concurrency_metric::max_level_count.name, "count", "highest level measured"},
      {"concurrency.failures_count", "count", "failed requests"},
      {"concurrency.rate_limited_count", "count", "429 answers"}},
     {{"knee_level_count", "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
-     {nullptr, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput still growing at {max_level_count|parallel stream}"}}};
+     {nullptr, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput still growing at {max_level_count|parallel stream}"}},
+    {concurrency_setting::max_streams, concurrency_setting::levels, concurrency_setting::max_tokens,
+     concurrency_setting::prompt_tokens, concurrency_setting::rounds}};
 
 struct Level {
   int streams = 0;
@@ -82,11 +85,11 @@ struct Tally {
 class ConcurrencyCheck final : public Check {
  public:
   explicit ConcurrencyCheck(const Options& o)
-      // The hard cap on parallel streams (--max-concurrency): a level above it is a config error.
-      : levels_(o.get_number_list(kConcurrencyInfo.id, "levels", "1,2,4,8,16", 1, o.get_int(kConcurrencyInfo.id, "max_streams", 64, 1, 4096))),
-        max_tokens_(o.get_int(kConcurrencyInfo.id, "max_tokens", 32, 1, 100000)),
-        prompt_tokens_(o.get_int(kConcurrencyInfo.id, "prompt_tokens", 32, 1, 100000)),
-        rounds_(o.get_int(kConcurrencyInfo.id, "rounds", 1, 1, 100)) {}
+      // Levels above the cap on parallel streams (--max-concurrency) never reach here (run/plan.cpp).
+      : levels_(o.numbers(concurrency_setting::levels)),
+        max_tokens_(o.whole(concurrency_setting::max_tokens)),
+        prompt_tokens_(o.whole(concurrency_setting::prompt_tokens)),
+        rounds_(o.whole(concurrency_setting::rounds)) {}
   const CheckInfo& info() const override { return kConcurrencyInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
@@ -101,7 +104,7 @@ class ConcurrencyCheck final : public Check {
     return steps;
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kConcurrencyInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     std::vector<Level> done;
@@ -210,10 +213,7 @@ class ConcurrencyCheck final : public Check {
     for (int round = 0; round < rounds_; ++round) {
       ctx.progress("concurrency: " + std::to_string(streams) + " parallel streams" +
                    (own_connections ? ", each on a connection of its own" : ""));
-      api::ChatRequest req;
-      req.model = ctx.models().target;
-      req.prompt = api::synthetic_prompt(prompt_tokens_);
-      req.max_tokens = max_tokens_;
+      api::ChatRequest req = api::synthetic_request(ctx.models().target, prompt_tokens_, max_tokens_);
       req.own_connection = own_connections;
       auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(streams), req));
       if (!r.ok()) {
@@ -260,6 +260,6 @@ class ConcurrencyCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_concurrency_check(const Options& o) { return std::make_unique<ConcurrencyCheck>(o); }
+CheckEntry concurrency_entry() { return entry_of<ConcurrencyCheck>(kConcurrencyInfo); }
 
 }  // namespace infdoctor::checks

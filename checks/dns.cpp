@@ -8,6 +8,7 @@
 #include <set>
 
 #include "checks/check.h"
+#include "checks/dns.h"
 #include "checks/registry.h"
 #include "core/strings.h"
 #include "dns/resolver.h"
@@ -19,7 +20,7 @@ const CheckInfo kDnsInfo{
     "dns",
     "DNS resolution",
     "How long each resolver takes to resolve the API host, and what it answers.",
-    {{"dns.p50_ms", "ms", "median lookup time, first resolver",
+    {{dns_metric::p50_ms.name, "ms", "median lookup time, first resolver",
       {.layer = "DNS", .per = "new connections", .history = true, .slo = "dns_p50_ms"}},
      {"dns.p50_ci_low_ms", "ms", "95 % interval of the median lookup, low end"},
      {"dns.p50_ci_high_ms", "ms", "95 % interval of the median lookup, high end"},
@@ -36,16 +37,17 @@ const CheckInfo kDnsInfo{
      {"dns.addresses_count", "count", "distinct addresses answered"},
      {"dns.worst_p50_ms", "ms", "the slowest resolver's median"},
      {"dns.min_ttl_s", "s", "smallest TTL answered"}},
-    {{nullptr, "p50 {p50_ms}, max {max_ms}, {failures_count} failed, {addresses_count} addresses"}}};
+    {{nullptr, "p50 {p50_ms}, max {max_ms}, {failures_count} failed, {addresses_count} addresses"}},
+    {dns_setting::samples, dns_setting::timeout_ms, dns_setting::tries, dns_setting::system, dns_setting::resolvers}};
 
 class DnsCheck final : public Check {
  public:
   explicit DnsCheck(const Options& o)
-      : samples_(o.get_int(kDnsInfo.id, "samples", 5, 1, 1000)),
-        timeout_ms_(o.get_int(kDnsInfo.id, "timeout_ms", 2000, 10, 60000)),
-        tries_(o.get_int(kDnsInfo.id, "tries", 2, 1, 10)),
-        use_system_(o.get_int(kDnsInfo.id, "system", 1, 0, 1) == 1) {
-    for (const auto& r : o.get_list(kDnsInfo.id, "resolvers")) resolvers_.push_back(r);
+      : samples_(o.whole(dns_setting::samples)),
+        timeout_ms_(o.whole(dns_setting::timeout_ms)),
+        tries_(o.whole(dns_setting::tries)),
+        use_system_(o.whole(dns_setting::system) == 1) {
+    for (const auto& r : o.texts(dns_setting::resolvers)) resolvers_.push_back(r);
   }
   const CheckInfo& info() const override { return kDnsInfo; }
   std::vector<Step> plan() const override {
@@ -56,7 +58,7 @@ class DnsCheck final : public Check {
              0}};
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kDnsInfo.id);
     const Target& t = ctx.target();
     if (t.host_is_ip) {
@@ -174,6 +176,6 @@ class DnsCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_dns_check(const Options& o) { return std::make_unique<DnsCheck>(o); }
+CheckEntry dns_entry() { return entry_of<DnsCheck>(kDnsInfo); }
 
 }  // namespace infdoctor::checks

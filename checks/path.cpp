@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "checks/check.h"
+#include "checks/path.h"
 #include "checks/registry.h"
 #include "core/json_text.h"
 #include "net/probes.h"
@@ -23,7 +24,7 @@ const CheckInfo kPathInfo{
     "path",
     "Network path",
     "Round-trip time and loss to the API's addresses, and the hops on the way.",
-    {{"path.tcp_rtt_p50_ms", "ms", "median TCP connect time to the API port",
+    {{path_metric::tcp_rtt_p50_ms.name, "ms", "median TCP connect time to the API port",
       {.layer = "network path (TCP round trip)", .per = "every request", .explains = Explains::Whole, .history = true, .slo = "rtt_p50_ms"}},
      {"path.tcp_rtt_p50_ci_low_ms", "ms", "95 % interval of the median TCP round trip, low end"},
      {"path.tcp_rtt_p50_ci_high_ms", "ms", "95 % interval of the median TCP round trip, high end"},
@@ -42,19 +43,21 @@ const CheckInfo kPathInfo{
      {"path.addresses_count", "count", "addresses probed"},
      {"path.tcp_refused_count", "count", "TCP connects refused (RST): the host answered, nothing listens on the port"}},
     {{"tcp_refused_count", "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
-     {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}"}}};
+     {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}"}},
+    {path_setting::samples, path_setting::timeout_ms, path_setting::interval_ms, path_setting::icmp,
+     path_setting::trace, path_setting::max_hops, path_setting::probes_per_hop, path_setting::max_addresses}};
 
 class PathCheck final : public Check {
  public:
   explicit PathCheck(const Options& o)
-      : samples_(o.get_int(kPathInfo.id, "samples", 10, 1, 1000)),
-        timeout_ms_(o.get_int(kPathInfo.id, "timeout_ms", 2000, 10, 60000)),
-        interval_ms_(o.get_int(kPathInfo.id, "interval_ms", 50, 0, 10000)),
-        icmp_(o.get_int(kPathInfo.id, "icmp", 1, 0, 1) == 1),
-        trace_(o.get_choice(kPathInfo.id, "trace", "udp", {"udp", "tcp", "off"})),
-        max_hops_(o.get_int(kPathInfo.id, "max_hops", 30, 1, 64)),
-        probes_per_hop_(o.get_int(kPathInfo.id, "probes_per_hop", 3, 1, 10)),
-        max_addresses_(o.get_int(kPathInfo.id, "max_addresses", 4, 1, 64)) {}
+      : samples_(o.whole(path_setting::samples)),
+        timeout_ms_(o.whole(path_setting::timeout_ms)),
+        interval_ms_(o.whole(path_setting::interval_ms)),
+        icmp_(o.whole(path_setting::icmp) == 1),
+        trace_(o.text(path_setting::trace)),
+        max_hops_(o.whole(path_setting::max_hops)),
+        probes_per_hop_(o.whole(path_setting::probes_per_hop)),
+        max_addresses_(o.whole(path_setting::max_addresses)) {}
   const CheckInfo& info() const override { return kPathInfo; }
   std::vector<Step> plan() const override {
     std::string what = std::to_string(samples_) + " TCP connects (SYN, then close)";
@@ -66,7 +69,7 @@ class PathCheck final : public Check {
     return {{what, 0}};
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kPathInfo.id);
     const auto& addrs = ctx.addresses();
     if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
@@ -198,7 +201,7 @@ class PathCheck final : public Check {
     for (auto& t : hop_tables) out.tables.push_back(std::move(t));
   }
 
-  nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary) {
+  nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary) const {
     std::vector<double> rtt;
     int sent = 0;
     for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
@@ -223,7 +226,7 @@ class PathCheck final : public Check {
             {"loss_ratio", loss}};
   }
 
-  nlohmann::json run_trace(CheckContext& ctx, const std::string& ip, int port, CheckResult* primary) {
+  nlohmann::json run_trace(CheckContext& ctx, const std::string& ip, int port, CheckResult* primary) const {
     ctx.progress("path: hops to " + ip);
     net::TraceOptions to;
     to.mode = trace_ == "tcp" ? net::TraceMode::Tcp : net::TraceMode::Udp;
@@ -275,6 +278,6 @@ class PathCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_path_check(const Options& o) { return std::make_unique<PathCheck>(o); }
+CheckEntry path_entry() { return entry_of<PathCheck>(kPathInfo); }
 
 }  // namespace infdoctor::checks

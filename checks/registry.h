@@ -11,31 +11,46 @@
 namespace infdoctor::checks {
 
 using CheckFactory = std::function<std::unique_ptr<Check>(const Options&)>;
+// A check as the registry holds it: its declaration (metrics, settings), read without making one,
+// and how to make one from a run's settings.
 struct CheckEntry {
   std::string id;
+  const CheckInfo* info;
   CheckFactory make;
 };
 
 const std::vector<CheckEntry>& registry();
 
-// Every metric any check declares, as rules name them ("dns.p50_ms"), in run order, and after
-// them the run's own (run_metrics()).
-std::vector<MetricInfo> all_metrics();
+// The entry of the check class C declared by `info` (each check file's <id>_entry()).
+template <class C>
+CheckEntry entry_of(const CheckInfo& info) {
+  return {info.id, &info, [](const Options& o) -> std::unique_ptr<Check> { return std::make_unique<C>(o); }};
+}
+
+// Every metric any check declares, as rules name them (dns.p50_ms), in run order. The run's own
+// are results/run_metrics.h's.
+std::vector<MetricInfo> check_metrics();
 // The declaration of the check `id`, or nullptr for an id no check has (results from elsewhere).
 const CheckInfo* find_info(const std::string& id);
+// The declared setting "<check id>.<name>", or nullptr.
+const Setting* find_setting(const std::string& key);
+// Every problem with the settings given, each a line: a key that names no check or no setting of
+// its check, a value its declaration refuses. Nothing is made to find them.
+std::vector<std::string> setting_problems(const Options& o);
 // The name of the declared metric with this role for the typical request; empty when none.
 std::string typical_metric(Typical t);
-// What the run counts over all checks' model requests ("run.failed_count").
-const std::vector<MetricInfo>& run_metrics();
 
-std::unique_ptr<Check> make_dns_check(const Options& o);
-std::unique_ptr<Check> make_path_check(const Options& o);
-std::unique_ptr<Check> make_transport_check(const Options& o);
-std::unique_ptr<Check> make_coldstart_check(const Options& o);
-std::unique_ptr<Check> make_baseline_check(const Options& o);
-std::unique_ptr<Check> make_sweep_check(const Options& o);
-std::unique_ptr<Check> make_serialization_check(const Options& o);
-std::unique_ptr<Check> make_concurrency_check(const Options& o);
-std::unique_ptr<Check> make_soak_check(const Options& o);
+CheckEntry dns_entry();
+CheckEntry path_entry();
+CheckEntry transport_entry();
+CheckEntry coldstart_entry();
+CheckEntry baseline_entry();
+CheckEntry sweep_entry();
+CheckEntry cache_entry();
+CheckEntry replay_entry();
+CheckEntry serialization_entry();
+CheckEntry concurrency_entry();
+CheckEntry load_entry();
+CheckEntry soak_entry();
 
 }  // namespace infdoctor::checks

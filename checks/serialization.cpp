@@ -24,6 +24,7 @@
 #include <algorithm>
 
 #include "checks/check.h"
+#include "checks/serialization.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
 
@@ -71,7 +72,9 @@ const CheckInfo kSerializationInfo{
       "body {upload_parse_ms_per_mb}, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"},
      {"upload_parse_noise_ms_per_mb", "body cost not measurable (under {upload_parse_noise_ms_per_mb}), stream vs whole "
                                       "{stream_overhead_ms}, {stream_token_bytes} per token"},
-     {nullptr, "body -, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}}};
+     {nullptr, "body -, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}},
+    {serialization_setting::sizes_kb, serialization_setting::repeats, serialization_setting::max_tokens,
+     serialization_setting::prompt_tokens}};
 
 // The streams of one Accept-Encoding: when their first token came, how they arrived, and how many
 // answers named a Content-Encoding.
@@ -133,10 +136,10 @@ std::optional<double> path_rtt_ms(CheckContext& ctx) {
 class SerializationCheck final : public Check {
  public:
   explicit SerializationCheck(const Options& o)
-      : sizes_kb_(o.get_number_list(kSerializationInfo.id, "sizes_kb", "1,64,1024,4096", 0, 65536)),
-        repeats_(o.get_int(kSerializationInfo.id, "repeats", 2, 1, 100)),
-        max_tokens_(o.get_int(kSerializationInfo.id, "max_tokens", 32, 2, 100000)),
-        prompt_tokens_(o.get_int(kSerializationInfo.id, "prompt_tokens", 16, 1, 100000)) {}
+      : sizes_kb_(o.numbers(serialization_setting::sizes_kb)),
+        repeats_(o.whole(serialization_setting::repeats)),
+        max_tokens_(o.whole(serialization_setting::max_tokens)),
+        prompt_tokens_(o.whole(serialization_setting::prompt_tokens)) {}
   const CheckInfo& info() const override { return kSerializationInfo; }
   std::vector<Step> plan() const override {
     std::vector<Step> steps = {{"3 TCP connects to the API port: the round trip slow start multiplies", 0}};
@@ -152,7 +155,7 @@ class SerializationCheck final : public Check {
     return steps;
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kSerializationInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     RequestLoop loop(ctx, out);
@@ -286,8 +289,6 @@ class SerializationCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_serialization_check(const Options& o) {
-  return std::make_unique<SerializationCheck>(o);
-}
+CheckEntry serialization_entry() { return entry_of<SerializationCheck>(kSerializationInfo); }
 
 }  // namespace infdoctor::checks

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "checks/check.h"
+#include "checks/soak.h"
 #include "checks/registry.h"
 #include "stats/fit.h"
 
@@ -28,15 +29,17 @@ const CheckInfo kSoakInfo{
      {"soak.samples_count", "count", "successful requests"},
      {"soak.failures_count", "count", "failed requests"},
      {"soak.duration_s", "s", "how long the soak ran"}},
-    {{nullptr, "TTFT p50 {ttft_p50_ms}, drift {ttft_drift_ms}, slow {slow_ratio%}"}}};
+    {{nullptr, "TTFT p50 {ttft_p50_ms}, drift {ttft_drift_ms}, slow {slow_ratio%}"}},
+    {soak_setting::minutes, soak_setting::interval_ms, soak_setting::max_tokens, soak_setting::prompt_tokens},
+    &soak_setting::minutes};
 
 class SoakCheck final : public Check {
  public:
   explicit SoakCheck(const Options& o)
-      : minutes_(o.get_double(kSoakInfo.id, "minutes", 0, 0, 24 * 60)),
-        interval_ms_(o.get_int(kSoakInfo.id, "interval_ms", 1000, 10, 3600000)),
-        max_tokens_(o.get_int(kSoakInfo.id, "max_tokens", 16, 2, 100000)),
-        prompt_tokens_(o.get_int(kSoakInfo.id, "prompt_tokens", 32, 1, 100000)) {}
+      : minutes_(o.number(soak_setting::minutes)),
+        interval_ms_(o.whole(soak_setting::interval_ms)),
+        max_tokens_(o.whole(soak_setting::max_tokens)),
+        prompt_tokens_(o.whole(soak_setting::prompt_tokens)) {}
   const CheckInfo& info() const override { return kSoakInfo; }
   std::vector<Step> plan() const override {
     if (minutes_ <= 0) return {};
@@ -49,7 +52,7 @@ class SoakCheck final : public Check {
     return std::chrono::milliseconds(static_cast<long long>(minutes_ * 60000));
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kSoakInfo.id);
     if (minutes_ <= 0) return out.skip("off: give --soak-minutes N to run it");
     if (ctx.models().target.empty()) return out.skip("no --model given");
@@ -62,10 +65,7 @@ class SoakCheck final : public Check {
       if (!ctx.idle_until(next)) break;
       next += std::chrono::milliseconds(interval_ms_);
       ctx.progress("soak: request " + std::to_string(out.requests.size() + 1));
-      api::ChatRequest req;
-      req.model = ctx.models().target;
-      req.prompt = api::synthetic_prompt(prompt_tokens_);
-      req.max_tokens = max_tokens_;
+      api::ChatRequest req = api::synthetic_request(ctx.models().target, prompt_tokens_, max_tokens_);
       const double when = core::to_ms(core::elapsed_us(t0, ctx.clock().now())) / 1000.0;
       const auto sent = loop.send(req, {{"at_s", when}});
       if (!sent || !sent->ok) continue;
@@ -104,6 +104,6 @@ class SoakCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_soak_check(const Options& o) { return std::make_unique<SoakCheck>(o); }
+CheckEntry soak_entry() { return entry_of<SoakCheck>(kSoakInfo); }
 
 }  // namespace infdoctor::checks

@@ -20,6 +20,7 @@
 
 #include "checks/check.h"
 #include "checks/registry.h"
+#include "checks/sweep.h"
 #include "stats/fit.h"
 
 namespace infdoctor::checks {
@@ -29,17 +30,17 @@ const CheckInfo kSweepInfo{
     "sweep",
     "Prompt-length and output-length sweeps",
     "TTFT against prompt tokens (prefill cost) and total time against output tokens (decode cost).",
-    {{"sweep.prefill_ms_per_token", "ms", "fitted TTFT slope per prompt token",
+    {{sweep_metric::prefill_ms_per_token.name, "ms", "fitted TTFT slope per prompt token",
       {.layer = "prefill per prompt token", .per = "per prompt token", .explains = Explains::PerPromptToken, .history = true,
        .fit_r2 = "sweep.prefill_fit_r2_ratio"}},
-     {"sweep.prefill_overhead_ms", "ms", "fitted TTFT at zero prompt tokens"},
+     {sweep_metric::prefill_overhead_ms.name, "ms", "fitted TTFT at zero prompt tokens"},
      {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
      {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
-     {"sweep.prefill_growth_ms_per_1k_tokens", "ms",
+     {sweep_metric::prefill_growth_ms_per_1k_tokens.name, "ms",
       "when TTFT grows faster than a line (a quadratic fits, its term beyond twice the points' scatter at the largest "
       "prompt): how much each prompt token's cost grows per 1,000 tokens of prompt, TTFT = a + (b + this x P / 1000) x P"},
-     {"sweep.prefill_quad_ms_per_token", "ms", "that curve's cost per prompt token at a short prompt (b)"},
-     {"sweep.prefill_quad_overhead_ms", "ms", "that curve's TTFT at zero prompt tokens (a)"},
+     {sweep_metric::prefill_quad_ms_per_token.name, "ms", "that curve's cost per prompt token at a short prompt (b)"},
+     {sweep_metric::prefill_quad_overhead_ms.name, "ms", "that curve's TTFT at zero prompt tokens (a)"},
      {"sweep.hidden_reasoning_count", "count",
       "prefill requests whose answer came after reasoning tokens that never arrived: their first token times the "
       "reasoning too, so no prefill is fitted"},
@@ -50,9 +51,9 @@ const CheckInfo kSweepInfo{
      {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
      {"sweep.tpot_at_min_prompt_ms", "ms", "median time per output token after the smallest prompt"},
      {"sweep.tpot_at_max_prompt_ms", "ms", "median time per output token after the largest prompt"},
-     {"sweep.decode_context_ms_per_1k_tokens", "ms", "fitted growth of the time per output token per 1,000 tokens of context"},
+     {sweep_metric::decode_context_ms_per_1k_tokens.name, "ms", "fitted growth of the time per output token per 1,000 tokens of context"},
      {"sweep.tpot_context_growth_ratio", "ratio", "time per output token after the largest prompt over after the smallest"},
-     {"sweep.decode_ms_per_token", "ms", "fitted end-to-end slope per output token",
+     {sweep_metric::decode_ms_per_token.name, "ms", "fitted end-to-end slope per output token",
       {.history = true}},
      {"sweep.decode_overhead_ms", "ms", "fitted end-to-end time at zero output tokens"},
      {"sweep.decode_fit_r2_ratio", "ratio", "how well a line explains total time against output tokens"},
@@ -62,19 +63,21 @@ const CheckInfo kSweepInfo{
      {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
      {"sweep.failures_count", "count", "failed requests"}},
     {{"hidden_reasoning_count", "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
-     {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"}}};
+     {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"}},
+    {sweep_setting::prompt_tokens, sweep_setting::max_tokens, sweep_setting::repeats,
+     sweep_setting::decode_prompt_tokens, sweep_setting::prefill_max_tokens, sweep_setting::workload_prompt_tokens}};
 
 class SweepCheck final : public Check {
  public:
   explicit SweepCheck(const Options& o)
-      : prompts_(o.get_number_list(kSweepInfo.id, "prompt_tokens", "64,512,2048,8192", 1, 2000000)),
-        max_tokens_(o.get_number_list(kSweepInfo.id, "max_tokens", "1,32,128,512", 1, 1000000)),
-        repeats_(o.get_int(kSweepInfo.id, "repeats", 2, 1, 100)),
-        decode_prompt_(o.get_int(kSweepInfo.id, "decode_prompt_tokens", 32, 1, 100000)),
-        prefill_max_tokens_(o.get_int(kSweepInfo.id, "prefill_max_tokens", 16, 1, 100000)) {
+      : prompts_(o.numbers(sweep_setting::prompt_tokens)),
+        max_tokens_(o.numbers(sweep_setting::max_tokens)),
+        repeats_(o.whole(sweep_setting::repeats)),
+        decode_prompt_(o.whole(sweep_setting::decode_prompt_tokens)),
+        prefill_max_tokens_(o.whole(sweep_setting::prefill_max_tokens)) {
     // The reference request's prompt (--workload prompt=P): a size beyond the sweep's largest is
     // sent too, so a finding at that length is measured there and not extrapolated.
-    const double reach = o.get_int(kSweepInfo.id, "workload_prompt_tokens", 0, 0, 2000000);
+    const double reach = o.whole(sweep_setting::workload_prompt_tokens);
     if (!prompts_.empty() && reach > prompts_.back()) prompts_.push_back(reach);
   }
   const CheckInfo& info() const override { return kSweepInfo; }
@@ -89,7 +92,7 @@ class SweepCheck final : public Check {
     return steps;
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kSweepInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     RequestLoop loop(ctx, out);
@@ -109,10 +112,7 @@ class SweepCheck final : public Check {
       double tokens_here = want;
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         ctx.progress("sweep: prefill at about " + std::to_string(want) + " prompt tokens");
-        api::ChatRequest req;
-        req.model = ctx.models().target;
-        req.prompt = api::synthetic_prompt(words);
-        req.max_tokens = prefill_max_tokens_;
+        api::ChatRequest req = api::synthetic_request(ctx.models().target, words, prefill_max_tokens_);
         auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}, {"prompt_words", words}});
         if (!s) break;
         if (!s->ok) {
@@ -213,10 +213,7 @@ class SweepCheck final : public Check {
       }
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         ctx.progress("sweep: decode with max_tokens " + std::to_string(static_cast<int>(mt)));
-        api::ChatRequest req;
-        req.model = ctx.models().target;
-        req.prompt = api::synthetic_prompt(decode_prompt_);
-        req.max_tokens = static_cast<int>(mt);
+        api::ChatRequest req = api::synthetic_request(ctx.models().target, decode_prompt_, static_cast<int>(mt));
         auto s = loop.send(req, {{"sweep", "decode"}, {"max_tokens", mt}});
         if (!s || !s->ok) continue;
         // Stopping early is of what the model generated (reasoning included, which max_tokens
@@ -257,6 +254,6 @@ class SweepCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_sweep_check(const Options& o) { return std::make_unique<SweepCheck>(o); }
+CheckEntry sweep_entry() { return entry_of<SweepCheck>(kSweepInfo); }
 
 }  // namespace infdoctor::checks

@@ -12,6 +12,7 @@
 
 #include "checks/check.h"
 #include "checks/registry.h"
+#include "checks/transport.h"
 #include "stats/fit.h"
 
 namespace infdoctor::checks {
@@ -21,18 +22,18 @@ const CheckInfo kTransportInfo{
     "transport",
     "TCP and TLS",
     "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
-    {{"transport.connect_p50_ms", "ms", "median TCP connect, fresh connections",
+    {{transport_metric::connect_p50_ms.name, "ms", "median TCP connect, fresh connections",
       {.layer = "TCP connect", .per = "new connections", .history = true}},
      {"transport.connect_p90_ms", "ms", "90th percentile TCP connect, fresh connections"},
      {"transport.connect_max_ms", "ms", "slowest TCP connect, fresh connections"},
      {"transport.connect_p50_ci_low_ms", "ms", "95 % interval of the median connect, low end"},
      {"transport.connect_p50_ci_high_ms", "ms", "95 % interval of the median connect, high end"},
-     {"transport.tls_p50_ms", "ms", "median TLS handshake, fresh connections",
+     {transport_metric::tls_p50_ms.name, "ms", "median TLS handshake, fresh connections",
       {.layer = "TLS handshake", .per = "new connections", .history = true, .slo = "tls_p50_ms"}},
      {"transport.tls_p50_ci_low_ms", "ms", "95 % interval of the median TLS handshake, low end"},
      {"transport.tls_p50_ci_high_ms", "ms", "95 % interval of the median TLS handshake, high end"},
      {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
-     {"transport.ttfb_p50_ms", "ms", "median time to first byte from the request's start, fresh connections",
+     {transport_metric::ttfb_p50_ms.name, "ms", "median time to first byte from the request's start, fresh connections",
       {.history = true, .column = "TTFB p50"}},
      {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections",
       {.layer = "server wait (first byte)", .per = "every request"}},
@@ -56,16 +57,17 @@ const CheckInfo kTransportInfo{
      {"transport.not_found_count", "count",
       "GETs of the models list that answered 404, set when every one did (a base URL without /v1 does that)"}},
     {{"not_found_count", "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
-     {nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}}};
+     {nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}},
+    {transport_setting::samples, transport_setting::max_addresses, transport_setting::path}};
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 class TransportCheck final : public Check {
  public:
   explicit TransportCheck(const Options& o)
-      : samples_(o.get_int(kTransportInfo.id, "samples", 5, 1, 1000)),
-        max_addresses_(o.get_int(kTransportInfo.id, "max_addresses", 4, 1, 64)),
-        path_(o.get_string(kTransportInfo.id, "path", "/models")) {}
+      : samples_(o.whole(transport_setting::samples)),
+        max_addresses_(o.whole(transport_setting::max_addresses)),
+        path_(o.text(transport_setting::path)) {}
   const CheckInfo& info() const override { return kTransportInfo; }
   std::vector<Step> plan() const override {
     return {{std::to_string(samples_) + " GET " + path_ + " on fresh connections (over https " + std::to_string(samples_ + 1) +
@@ -74,7 +76,7 @@ class TransportCheck final : public Check {
              0}};
   }
 
-  CheckResult run(CheckContext& ctx) override {
+  CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kTransportInfo.id);
     const auto& addrs = ctx.addresses();
     if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
@@ -273,6 +275,6 @@ class TransportCheck final : public Check {
 
 }  // namespace
 
-std::unique_ptr<Check> make_transport_check(const Options& o) { return std::make_unique<TransportCheck>(o); }
+CheckEntry transport_entry() { return entry_of<TransportCheck>(kTransportInfo); }
 
 }  // namespace infdoctor::checks

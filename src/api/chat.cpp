@@ -35,6 +35,8 @@ http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bo
   req.accept_encoding = chat.accept_encoding;
   req.timeout = ep.timeout;
   req.connect_timeout = ep.connect_timeout;
+  req.start_after = chat.start_after;
+  req.lane = chat.lane;
   return req;
 }
 

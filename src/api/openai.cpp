@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "core/digest.h"
 #include "core/strings.h"
 
 namespace infdoctor::api {
@@ -119,6 +120,13 @@ std::optional<double> loading_estimate_s(std::string_view body) {
 }
 
 std::string build_chat_body(const ChatRequest& r, Flavour f) {
+  if (r.body) {
+    json body = *r.body;
+    if (!r.model.empty()) body["model"] = r.model;
+    body["stream"] = true;
+    if (f == Flavour::OpenAI) body["stream_options"] = {{"include_usage", true}};
+    return body.dump();
+  }
   const bool renamed = f == Flavour::OpenAI && r.max_completion_tokens;
   json body = {
       {"model", r.model},
@@ -137,15 +145,56 @@ std::string build_chat_body(const ChatRequest& r, Flavour f) {
   return out;
 }
 
+namespace {
+
+// Common English words, each one token with its leading space in the tokenizers providers serve
+// (GPT-4o's o200k, Llama 3's, Qwen's, SentencePiece's) and in the test engine's vocabulary
+// (tests/engine/make_gguf.py).
+constexpr std::array<std::string_view, 253> kPromptWords = {
+    "the", "of", "and", "to", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with",
+    "as", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "word", "but",
+    "what", "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how",
+    "said", "an", "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many",
+    "then", "them", "write", "would", "like", "so", "these", "her", "long", "make", "thing", "see", "him",
+    "two", "has", "look", "more", "day", "could", "go", "come", "did", "number", "sound", "no", "most",
+    "people", "my", "over", "know", "water", "than", "call", "first", "who", "may", "down", "side", "been",
+    "now", "find", "any", "new", "work", "part", "take", "get", "place", "made", "live", "where", "after",
+    "back", "little", "only", "round", "man", "year", "came", "show", "every", "good", "me", "give", "our",
+    "under", "name", "very", "through", "just", "form", "sentence", "great", "think", "say", "help", "low",
+    "line", "differ", "turn", "cause", "much", "mean", "before", "move", "right", "boy", "old", "too",
+    "same", "tell", "does", "set", "three", "want", "air", "well", "also", "play", "small", "end", "put",
+    "home", "read", "hand", "port", "large", "spell", "add", "even", "land", "here", "must", "big", "high",
+    "such", "follow", "act", "why", "ask", "men", "change", "went", "light", "kind", "off", "need", "house",
+    "picture", "try", "us", "again", "animal", "point", "mother", "world", "near", "build", "self", "earth",
+    "father", "head", "stand", "own", "page", "should", "country", "found", "answer", "school", "grow",
+    "study", "still", "learn", "plant", "cover", "food", "sun", "four", "between", "state", "keep", "eye",
+    "never", "last", "let", "thought", "city", "tree", "cross", "farm", "hard", "start", "might", "story",
+    "saw", "far", "sea", "draw", "left", "late", "run", "while", "press", "close", "night", "real", "life",
+    "few", "north", "cat", "sat", "mat", "dog", "ran", "red", "door"};
+
+}  // namespace
+
+std::span<const std::string_view> prompt_words() { return kPromptWords; }
+
+ChatRequest synthetic_request(const std::string& model, int prompt_tokens, int max_tokens) {
+  ChatRequest r;
+  r.model = model;
+  r.prompt = synthetic_prompt(prompt_tokens);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
 std::string synthetic_prompt(int tokens) {
-  static constexpr std::array<std::string_view, 16> kWords = {
-      "the", "cat", "sat", "on", "a", "mat", "and", "the", "dog", "ran", "to", "the", "red", "door", "in", "time"};
   std::string out;
   if (tokens <= 0) return out;
-  out.reserve(static_cast<std::size_t>(tokens) * 4);
+  out.reserve(static_cast<std::size_t>(tokens) * 6);
   for (int i = 0; i < tokens; ++i) {
+    // Word i is drawn by a hash of i (splitmix64): the text repeats no phrase, as real prompts do
+    // not, so an engine's n-gram or draft-model speculation gets no easier text than traffic's;
+    // and a shorter prompt is still a prefix of a longer one.
+    const std::uint64_t z = core::mix64(core::kGoldenGamma * (static_cast<std::uint64_t>(i) + 1));
     if (i > 0) out.push_back(' ');
-    out.append(kWords[static_cast<std::size_t>(i) % kWords.size()]);
+    out.append(kPromptWords[z % kPromptWords.size()]);
   }
   return out;
 }

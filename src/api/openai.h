@@ -1,8 +1,10 @@
 #pragma once
 // OpenAI chat-completions flavour: request bodies, non-streamed responses, error bodies, and the
 // streamed response as a BodySink that stamps every content event on arrival.
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,14 +36,31 @@ struct ChatRequest {
   std::string accept_encoding = kSdkAcceptEncoding;  // empty: none sent, the answer uncompressed
   // A connection of its own, opened for it and closed after, never shared with another stream.
   bool own_connection = false;
+  // The prompt's first `shared_words` words are a prefix meant to be shared by every request of
+  // the same `prefix_key` (a prompt cache's test); 0: the prompt shares nothing (run/pacer.h).
+  int shared_words = 0;
+  std::uint64_t prefix_key = 0;
+  // A body of the user's own (a replay): sent as it is, but streamed with usage asked for, and
+  // with `model` when that is not empty; `prompt`, `max_tokens` and `temperature` are not used.
+  std::optional<nlohmann::json> body;
+  // Within one batch (checks::ModelPort::chat): sent no sooner than this long after the batch
+  // begins, and after every request ahead of it of the same `lane` has ended (http::Request).
+  std::chrono::microseconds start_after{0};
+  int lane = -1;
 };
 
 // The request body in the endpoint's flavour (Anthropic: no stream_options, usage comes anyway).
 std::string build_chat_body(const ChatRequest& r, Flavour f = Flavour::OpenAI);
 
-// A prompt of about `tokens` tokens for common BPE vocabularies: short, frequent English words,
-// each one token with its leading space. Calibrate against the server's usage; this is a guess.
+// A prompt of about `tokens` tokens for common BPE vocabularies: frequent English words, each one
+// token with its leading space, in an order that repeats no phrase (high entropy, so speculative
+// decoding that feeds on repeated text is not flattered). Calibrate against the server's usage;
+// this is a guess. A shorter prompt is a prefix of a longer one.
 std::string synthetic_prompt(int tokens);
+// A streamed request of `model` with a synthetic prompt of about `prompt_tokens` tokens.
+ChatRequest synthetic_request(const std::string& model, int prompt_tokens, int max_tokens);
+// The words synthetic_prompt draws from.
+std::span<const std::string_view> prompt_words();
 
 struct Usage {
   std::optional<std::int64_t> prompt_tokens;      // all of the prompt, cached or not

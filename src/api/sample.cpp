@@ -86,6 +86,7 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
                           Flavour flavour) {
   RequestSample s;
   s.started_at = core::rfc3339_utc(r.started_wall);
+  s.sent_after_ms = std::chrono::duration<double, std::milli>(r.sent_after).count();
   s.model = model;
   s.http_status = r.http_status;
   s.http_version = r.http_version;

@@ -26,6 +26,7 @@ namespace infdoctor::api {
 
 struct RequestSample {
   std::string started_at;  // RFC 3339 UTC
+  double sent_after_ms = 0;  // from its batch's start to its own (a schedule's arrival, a lane's turn)
   std::string model;
   bool ok = false;
   std::string error;          // stable token when !ok

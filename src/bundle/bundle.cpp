@@ -3,7 +3,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <sstream>
 
 #include "core/clock.h"
+#include "core/digest.h"
 #include "core/redact.h"
 #include "core/version.h"
 
@@ -29,19 +29,6 @@ core::Result<std::string> read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 15]);
-  }
-  return out;
 }
 
 std::string uname_text() {
@@ -162,7 +149,7 @@ core::Status Writer::finish(const results::RunResult& result, const Context& ctx
   files.emplace_back("samples.jsonl", std::move(samples));
   json manifest = {{"bundle_version", 1}, {"files", json::object()}};
   for (const auto& [name, content] : files)
-    manifest["files"][name] = {{"sha256", sha256_hex(content)}, {"bytes", content.size()}};
+    manifest["files"][name] = {{"sha256", core::sha256_hex(content)}, {"bytes", content.size()}};
   const std::string manifest_text = manifest.dump(2) + "\n";
   if (auto st = write_private_file(dir_ + "/manifest.json", manifest_text); !st.ok()) return st;
   files.emplace_back("manifest.json", manifest_text);

@@ -10,13 +10,22 @@
 
 #include "bundle/bundle.h"
 #include "bundle/svg.h"
+#include "checks/baseline.h"
+#include "checks/coldstart.h"
+#include "checks/dns.h"
+#include "checks/sweep.h"
+#include "checks/transport.h"
 #include "core/clock.h"
 #include "core/strings.h"
 #include "report/text.h"
 #include "results/requests.h"
+#include "results/run_metrics.h"
 #include "stats/series.h"
 
 namespace infdoctor::bundle {
+
+namespace rm = results::run_metric;
+
 namespace {
 
 using core::fmt;
@@ -49,16 +58,16 @@ std::string reference_waterfall(const results::RunResult& r, const std::map<std:
     std::optional<double> ms;
   };
   std::vector<Term> terms;
-  const auto prompt = get("run.workload_prompt_tokens_count"), output = get("run.workload_output_tokens_count");
-  if (get("run.workload_total_ms")) {
-    terms = {{"network", "network round trip", get("run.workload_network_ms")},
-             {"overhead", "fixed overhead", get("run.workload_overhead_ms")},
-             {"prefill", "prefill, " + core::count_of(prompt.value_or(0), "token"), get("run.workload_prefill_ms")},
-             {"decode", "decode, " + core::count_of(output.value_or(1) - 1, "token"), get("run.workload_decode_ms")}};
+  const auto prompt = get(rm::workload_prompt_tokens_count), output = get(rm::workload_output_tokens_count);
+  if (get(rm::workload_total_ms)) {
+    terms = {{"network", "network round trip", get(rm::workload_network_ms)},
+             {"overhead", "fixed overhead", get(rm::workload_overhead_ms)},
+             {"prefill", "prefill, " + core::count_of(prompt.value_or(0), "token"), get(rm::workload_prefill_ms)},
+             {"decode", "decode, " + core::count_of(output.value_or(1) - 1, "token"), get(rm::workload_decode_ms)}};
     caption = "The reference request of " + core::count_of(prompt.value_or(0), "prompt token") + " and " +
               core::count_of(output.value_or(0), "output token") + ": each term as the run measured it, one after another.";
   } else {
-    const auto first = get("baseline.ttft_p50_ms"), total = get("baseline.total_p50_ms");
+    const auto first = get(checks::baseline_metric::ttft_p50_ms.name), total = get(checks::baseline_metric::total_p50_ms.name);
     terms = {{"", "first token", first}, {"decode", "generation", first && total ? std::optional(*total - *first) : std::nullopt}};
     caption = "The baseline request's median first token and generation (the run priced no reference request).";
   }
@@ -184,10 +193,10 @@ std::string check_plots(results::RunResult& rc) {
     for (const auto& [s, label] : c->requests)
       if (label.is_object() && label.value("sweep", "") == "prefill" && s.ttft_ms && s.prompt_tokens)
         pts.points.emplace_back(static_cast<double>(*s.prompt_tokens), *s.ttft_ms);
-    auto slope = c->metrics.find("prefill_ms_per_token"), icpt = c->metrics.find("prefill_overhead_ms");
-    if (slope != c->metrics.end() && icpt != c->metrics.end() && !pts.points.empty()) {
+    const auto slope = c->metric(checks::sweep_metric::prefill_ms_per_token), icpt = c->metric(checks::sweep_metric::prefill_overhead_ms);
+    if (slope && icpt && !pts.points.empty()) {
       const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
-      for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, icpt->second + slope->second * x);
+      for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, *icpt + *slope * x);
     }
   }
   p << figure("ttft-vs-prompt", "Time to first token against prompt tokens (max_tokens=1), with the Theil-Sen fit.",
@@ -209,9 +218,9 @@ std::string check_plots(results::RunResult& rc) {
   Series gap{"TTFT after the gap", {}, true, "#8250df"}, base{"back-to-back baseline", {}, true, "#999999"};
   if (auto* c = find_mut(rc, "coldstart"); c && c->details.contains("gaps")) {
     for (auto& g : c->details["gaps"]) gap.points.emplace_back(g["gap_s"].get<double>(), g["ttft_ms"].get<double>());
-    if (auto b = c->metrics.find("baseline_ttft_p50_ms"); b != c->metrics.end() && !gap.points.empty()) {
-      base.points.emplace_back(gap.points.front().first, b->second);
-      base.points.emplace_back(gap.points.back().first, b->second);
+    if (auto b = c->metric(checks::coldstart_metric::baseline_ttft_p50_ms); b && !gap.points.empty()) {
+      base.points.emplace_back(gap.points.front().first, *b);
+      base.points.emplace_back(gap.points.back().first, *b);
     }
   }
   p << figure("ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.",
@@ -298,11 +307,11 @@ std::string render_html(const results::RunResult& r) {
 
   // Per-phase breakdown of a typical request.
   std::vector<std::pair<std::string, double>> bars;
-  const auto total = results::metric(r, "baseline.total_p50_ms"), first = results::metric(r, "baseline.ttft_p50_ms");
+  const auto total = results::metric(r, checks::baseline_metric::total_p50_ms.name), first = results::metric(r, checks::baseline_metric::ttft_p50_ms.name);
   for (const auto& [name, v] : std::vector<std::pair<std::string, std::optional<double>>>{
-           {"DNS", results::metric(r, "dns.p50_ms")},
-           {"TCP connect", results::metric(r, "transport.connect_p50_ms")},
-           {"TLS", results::metric(r, "transport.tls_p50_ms")},
+           {"DNS", results::metric(r, checks::dns_metric::p50_ms.name)},
+           {"TCP connect", results::metric(r, checks::transport_metric::connect_p50_ms.name)},
+           {"TLS", results::metric(r, checks::transport_metric::tls_p50_ms.name)},
            {"first token", first},
            {"generation", total && first ? std::optional<double>(*total - *first) : std::nullopt}})
     if (v) bars.emplace_back(name, *v);

@@ -7,6 +7,10 @@
 #include <sstream>
 
 #include "bundle/bundle.h"
+#include "checks/baseline.h"
+#include "checks/dns.h"
+#include "checks/path.h"
+#include "checks/transport.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "core/version.h"
@@ -62,13 +66,13 @@ std::string render_summary(const results::RunResult& r, const Context& ctx) {
       stated = true;
     }
   };
-  line("Time to first token, short prompt, median", "baseline.ttft_p50_ms");
-  line("Time per output token, median", "baseline.tpot_p50_ms");
-  line("End-to-end, median", "baseline.total_p50_ms");
-  line("Same for the small model, per token", "baseline.small_tpot_p50_ms");
-  line("TCP round trip, median", "path.tcp_rtt_p50_ms");
-  line("TLS handshake, median", "transport.tls_p50_ms");
-  line("DNS lookup, median", "dns.p50_ms");
+  line("Time to first token, short prompt, median", checks::baseline_metric::ttft_p50_ms.name);
+  line("Time per output token, median", checks::baseline_metric::tpot_p50_ms.name);
+  line("End-to-end, median", checks::baseline_metric::total_p50_ms.name);
+  line("Same for the small model, per token", checks::baseline_metric::small_tpot_p50_ms.name);
+  line("TCP round trip, median", checks::path_metric::tcp_rtt_p50_ms.name);
+  line("TLS handshake, median", checks::transport_metric::tls_p50_ms.name);
+  line("DNS lookup, median", checks::dns_metric::p50_ms.name);
   // A probe (the exporter's module) has no checklist medians: its one request speaks for it.
   for (const auto& c : r.checks)
     for (const auto& [s, _] : c.requests)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "api/chat.h"
@@ -12,6 +13,7 @@
 #include "core/message.h"
 #include "core/redact.h"
 #include "run/pacer.h"
+#include "run/plan.h"
 #include "report/probe.h"
 
 namespace infdoctor::cli {
@@ -23,16 +25,44 @@ struct ProbeOptions {
   std::string prompt;
   int prompt_tokens = 0;
   int max_tokens = 64;
+  std::string body;  // --body FILE
   std::string json;  // --json [FILE]
   bool verbose = false;
   bool quiet = false;
 };
+
+// The first body of --body's file: one JSON object, or the first line of JSON Lines.
+core::Result<nlohmann::json> first_body(const std::string& path) {
+  auto text = run::read_body(path);
+  if (!text.ok()) return text.error();
+  auto whole = nlohmann::json::parse(text.value(), nullptr, false);
+  if (whole.is_discarded()) {
+    std::istringstream lines(text.value());
+    std::string line;
+    while (std::getline(lines, line) && line.find_first_not_of(" \t\r") == std::string::npos) {
+    }
+    whole = nlohmann::json::parse(line, nullptr, false);
+  }
+  if (whole.is_discarded() || !whole.is_object() || !whole.contains("messages") || !whole["messages"].is_array())
+    return core::make_error(core::ErrorCode::InvalidArgument,
+                            "--body " + path + ": its first body is not a chat or messages request (a JSON object with "
+                            "a \"messages\" list)");
+  return whole;
+}
 
 int run_probe(const ProbeOptions& o) {
   auto ep = api::make_endpoint(o.endpoint);
   if (!ep.ok()) return fail(ep.error());
   api::ChatRequest chat;
   chat.model = o.model;
+  if (!o.body.empty()) {
+    auto body = first_body(o.body);
+    if (!body.ok()) return fail(body.error());
+    chat.body = body.value();
+    if (o.model.empty() && !chat.body->contains("model")) return fail_usage("--body: the body names no model; give --model");
+  } else if (o.model.empty()) {
+    return fail_usage("--model is required (or a --body that names its model)");
+  }
   chat.prompt = o.prompt_tokens > 0 ? api::synthetic_prompt(o.prompt_tokens)
                                     : (o.prompt.empty() ? std::string("Say hello.") : o.prompt);
   chat.max_tokens = o.max_tokens;
@@ -83,12 +113,17 @@ void add_probe_command(CLI::App& app, std::function<int()>& chosen) {
       "Example: OPENAI_API_KEY=... infdoctor probe --base-url https://api.example.com/v1 --model my-model",
       run_probe);
   add_endpoint_flags(*cmd, opts->endpoint);
-  cmd->add_option("--model", opts->model, "model to ask")->required();
+  cmd->add_option("--model", opts->model, "model to ask (with --body: instead of the body's)");
   auto* prompt = cmd->add_option("--prompt", opts->prompt, "prompt text (default: a short greeting)");
+  auto* body = cmd->add_option("--body", opts->body,
+                  "FILE: send your own request body as it is (OpenAI chat or Anthropic messages JSON; the first of "
+                  "JSON Lines; - for stdin), streamed with usage asked for")
+      ->excludes(prompt);
   cmd->add_option("--prompt-tokens", opts->prompt_tokens, "use a synthetic prompt of about N tokens instead")
       ->check(CLI::Range(1, 10000000))
-      ->excludes(prompt);
-  cmd->add_option("--max-tokens", opts->max_tokens, "max_tokens of the request")
+      ->excludes(prompt)
+      ->excludes(body);
+  cmd->add_option("--max-tokens", opts->max_tokens, "max_tokens of the request (with --body: the body's)")
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
   add_json_flag(*cmd, opts->json, "one JSON object");

@@ -15,9 +15,15 @@
 namespace infdoctor::cli {
 
 int run_with(const RunOptions& o, const std::string& command_line, results::RunResult* out) {
+  if (o.list_settings) {
+    std::cout << run::settings_text();
+    return kExitOk;
+  }
   auto ep = api::make_endpoint(o.endpoint);
   if (!ep.ok()) return fail(ep.error());
-  auto plan = run::make_plan(o.plan);
+  run::PlanOptions plan_options = o.plan;
+  plan_options.slo = o.slo;
+  auto plan = run::make_plan(plan_options);
   if (!plan.ok()) return fail(plan.error());
   if (auto slos = run::parse_slos(o.slo); !slos.ok()) return fail(slos.error());  // --dry-run checks them too
   // An engine's own server answers /metrics beside its API; other endpoints are scraped only when asked.
@@ -44,7 +50,7 @@ int run_with(const RunOptions& o, const std::string& command_line, results::RunR
 void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   const std::string ids = core::join_by(checks::registry(), ",", [](const checks::CheckEntry& e) { return e.id; });
   cmd.add_option("--max-concurrency", p.max_concurrency,
-                 "most requests in flight at once (default 64); a --concurrency level above it is refused")
+                 "most parallel streams and load users (default 64); a --concurrency level or load.levels above it is refused")
       ->check(CLI::Range(1, 4096));
   cmd.add_flag("--quick", p.quick, "fewer samples and sizes: about a minute against a healthy endpoint");
   cmd.add_flag("--full", p.full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
@@ -55,13 +61,21 @@ void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   cmd.add_option("--soak-minutes", p.soak_minutes, "run the soak check for this many minutes")
       ->check(CLI::Range(0.0, 1440.0));
   cmd.add_option("--checks", p.checks,
-                 "comma-separated checks to run; they run in this order: " + ids + " (default: all; soak only with --soak-minutes)");
+                 "comma-separated checks to run; they run in this order: " + ids +
+                     " (default: all but cache, and soak only with --soak-minutes); +ID adds a check to the default "
+                     "ones, e.g. --checks +cache");
   cmd.add_option("--resolver", p.resolvers, "IP[:PORT] of a DNS resolver to measure as well (repeatable)");
   cmd.add_flag("--no-system-resolvers", p.no_system_resolvers, "do not query the resolvers of /etc/resolv.conf");
   cmd.add_option("--max-hops", p.max_hops, "hop limit of the path check's hop table (default 30)")
       ->check(CLI::Range(1, 64));
   cmd.add_option("--set", p.sets,
-                 "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3");
+                 "CHECK.NAME=VALUE: a check's own setting, e.g. dns.samples=10, path.trace=tcp, transport.samples=3 "
+                 "(`infdoctor run --settings` lists them all)");
+  cmd.add_option("--body", p.body,
+                 "FILE: a request body of your own, or several as JSON Lines (OpenAI chat or Anthropic messages "
+                 "JSON, as your application sends it; - for stdin), sent as it is (streamed, with --model's name when "
+                 "given) to show what its prompt, its stable prefix and the prompt cache cost. The body stays on this "
+                 "machine: results keep its size, hash and token counts");
   cmd.add_option("--workload", p.workload,
                  "the request findings are priced on: prompt=P,output=O,concurrency=C (default prompt=1024,output=128 as "
                  "vLLM's serving benchmark; concurrency the concurrency check's highest level). A finding's impact is "
@@ -119,6 +133,9 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_flag("--verbose,-v", opts->verbose, "also one line on stderr per model request as it completes");
   cmd->add_flag("--dry-run", opts->dry_run,
                 "print every step the run would take, its model requests and their token cost; send nothing");
+  cmd->add_flag("--settings", opts->list_settings,
+                "list every check's settings for --set: default, what --quick and --full change, what each accepts; "
+                "send nothing");
   cmd->add_option("--history", out.history,
                   "keep this run's key metrics in an SQLite FILE, and compare against the same endpoint's past 7 "
                   "days there (rules history.*); see `infdoctor history FILE`");

@@ -23,6 +23,7 @@ struct RunOptions {
   std::string slo;
   std::string target_name, vantage;  // the Prometheus labels (--target-name, --vantage)
   bool dry_run = false;
+  bool list_settings = false;  // --settings
   bool quiet = false;
   bool verbose = false;
 };

@@ -31,6 +31,10 @@ Clock& real_clock();
 
 // RFC 3339 UTC with microseconds: 2026-12-02T14:41:07.123456Z.
 std::string rfc3339_utc(std::chrono::system_clock::time_point t);
+// Now, in seconds since the Unix epoch (Prometheus's timestamps).
+inline double unix_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 // Seconds since the epoch of a stamp rfc3339_utc wrote (a 'Z' stamp, fraction optional); nothing
 // for any other text.
 std::optional<double> parse_rfc3339_utc(const std::string& stamp);

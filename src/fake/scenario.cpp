@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -104,16 +105,50 @@ FaultRule read_fault(const json& j, const std::string& path, std::string* err) {
   return f;
 }
 
+// The numbers of a model's own object: each key, the member it sets and the range it must lie in.
+struct ModelNumber {
+  const char* key;
+  std::variant<double ModelSpec::*, int ModelSpec::*> member;
+  double lo, hi;
+};
+const ModelNumber kModelNumbers[] = {
+    {"overhead_ms", &ModelSpec::overhead_ms, 0, kMaxMs},
+    {"prefill_ms_per_token", &ModelSpec::prefill_ms_per_token, 0, 1e4},
+    {"prefill_growth_ms_per_1k_tokens", &ModelSpec::prefill_growth_ms_per_1k_tokens, 0, 1e4},
+    {"prefix_cache_block_tokens", &ModelSpec::prefix_cache_block_tokens, 0, 1e5},
+    {"prefix_cache_ttl_s", &ModelSpec::prefix_cache_ttl_s, 0, 1e6},
+    {"context_tokens", &ModelSpec::context_tokens, 0, 1e8},
+    {"decode_ms_per_token", &ModelSpec::decode_ms_per_token, 0, 1e5},
+    {"jitter_ms", &ModelSpec::jitter_ms, 0, kMaxMs},
+    {"slots", &ModelSpec::slots, 0, 1e5},
+    {"parse_ms_per_kb", &ModelSpec::parse_ms_per_kb, 0, 1e4},
+    {"tokens_per_event", &ModelSpec::tokens_per_event, 1, 1e4},
+    {"flush_interval_ms", &ModelSpec::flush_interval_ms, 0, kMaxMs},
+    {"decode_ms_per_1k_context", &ModelSpec::decode_ms_per_1k_context, 0, 1e4},
+    {"batch_decode_penalty", &ModelSpec::batch_decode_penalty, 0, 10},
+    {"tail_fraction", &ModelSpec::tail_fraction, 0, 1},
+    {"tail_factor", &ModelSpec::tail_factor, 1, 1000},
+    {"slow_every_s", &ModelSpec::slow_every_s, 0, 86400},
+    {"slow_for_s", &ModelSpec::slow_for_s, 0, 86400},
+    {"slow_factor", &ModelSpec::slow_factor, 1, 1000},
+    {"bucket_size", &ModelSpec::bucket_size, 0, 1e6},
+    {"bucket_per_s", &ModelSpec::bucket_per_s, 0, 1e6},
+    {"tokens_per_min", &ModelSpec::tokens_per_min, 0, 1e9},
+    {"reasoning_tokens", &ModelSpec::reasoning_tokens, 0, 1e6},
+};
+// Its switches: each key and the member it sets.
+const std::pair<const char*, bool ModelSpec::*> kModelSwitches[] = {
+    {"timing_headers", &ModelSpec::timing_headers},
+    {"role_chunk", &ModelSpec::role_chunk},
+    {"stamp_tokens", &ModelSpec::stamp_tokens},
+    {"reasoning_visible", &ModelSpec::reasoning_visible},
+};
+
 ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
   ModelSpec m;
   Reader r(j, path, err);
-  r.get("overhead_ms", m.overhead_ms, 0, kMaxMs);
-  r.get("prefill_ms_per_token", m.prefill_ms_per_token, 0, 1e4);
-  r.get("prefill_growth_ms_per_1k_tokens", m.prefill_growth_ms_per_1k_tokens, 0, 1e4);
-  r.get("prefix_cache_block_tokens", m.prefix_cache_block_tokens, 0, 1e5);
-  r.get("context_tokens", m.context_tokens, 0, 1e8);
-  r.get("decode_ms_per_token", m.decode_ms_per_token, 0, 1e5);
-  r.get("jitter_ms", m.jitter_ms, 0, kMaxMs);
+  for (const auto& f : kModelNumbers) std::visit([&](auto member) { r.get(f.key, m.*member, f.lo, f.hi); }, f.member);
+  for (const auto& [key, member] : kModelSwitches) r.get_bool(key, m.*member);
   int out_tokens = -1;
   r.get("output_tokens", out_tokens, 1, 1e6);
   if (out_tokens > 0) m.output_tokens = out_tokens;
@@ -125,20 +160,6 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
     c.get("loading_s", m.cold_loading_s, 0, 3600);
     c.no_unknown_keys();
   }
-  r.get("slots", m.slots, 0, 1e5);
-  r.get("parse_ms_per_kb", m.parse_ms_per_kb, 0, 1e4);
-  r.get("tokens_per_event", m.tokens_per_event, 1, 1e4);
-  r.get("flush_interval_ms", m.flush_interval_ms, 0, kMaxMs);
-  r.get_bool("timing_headers", m.timing_headers);
-  r.get_bool("role_chunk", m.role_chunk);
-  r.get_bool("stamp_tokens", m.stamp_tokens);
-  r.get("decode_ms_per_1k_context", m.decode_ms_per_1k_context, 0, 1e4);
-  r.get("batch_decode_penalty", m.batch_decode_penalty, 0, 10);
-  r.get("tail_fraction", m.tail_fraction, 0, 1);
-  r.get("tail_factor", m.tail_factor, 1, 1000);
-  r.get("slow_every_s", m.slow_every_s, 0, 86400);
-  r.get("slow_for_s", m.slow_for_s, 0, 86400);
-  r.get("slow_factor", m.slow_factor, 1, 1000);
   if (const json* rp = r.child("replicas")) {
     Reader c(*rp, path + ".replicas", err);
     c.get("count", m.replicas, 1, 1000);
@@ -146,11 +167,6 @@ ModelSpec read_model(const json& j, const std::string& path, std::string* err) {
     c.get_string("header", m.replica_header);
     c.no_unknown_keys();
   }
-  r.get("bucket_size", m.bucket_size, 0, 1e6);
-  r.get("bucket_per_s", m.bucket_per_s, 0, 1e6);
-  r.get("tokens_per_min", m.tokens_per_min, 0, 1e9);
-  r.get("reasoning_tokens", m.reasoning_tokens, 0, 1e6);
-  r.get_bool("reasoning_visible", m.reasoning_visible);
   if (const json* rs = r.child("rejects")) {
     for (std::size_t i = 0; rs->is_array() && i < rs->size(); ++i) {
       const json& p = (*rs)[i];

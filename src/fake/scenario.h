@@ -46,6 +46,9 @@ struct ModelSpec {
   // model costs no prefill and is reported as usage.prompt_tokens_details.cached_tokens
   // (Anthropic: cache_read_input_tokens). 0 = off.
   int prefix_cache_block_tokens = 0;
+  // How long a cached block outlives its last use, idle, in seconds (hosted APIs evict a prefix
+  // after minutes without a hit); 0 = never evicted.
+  double prefix_cache_ttl_s = 0;
   // The context window: a prompt plus max_tokens beyond it is refused with 400
   // context_length_exceeded, in OpenAI's words. 0 = no limit.
   int context_tokens = 0;
@@ -82,7 +85,8 @@ struct ModelSpec {
   double tail_fraction = 0;
   double tail_factor = 1;
   // Periodic slowdowns: for slow_for_s out of every slow_every_s (at a phase drawn from the seed),
-  // requests that arrive run slow_factor times slower, as on a GPU shared with bursty tenants.
+  // the model runs slow_factor times slower, as on a GPU shared with bursty tenants: every token
+  // made inside a window, so a request that a window begins or ends in changes speed mid-stream.
   double slow_every_s = 0;
   double slow_for_s = 0;
   double slow_factor = 1;

@@ -23,7 +23,7 @@
 #include <sstream>
 #include <thread>
 #include <type_traits>
-#include <unordered_set>
+#include <unordered_map>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
+#include "fake/chat_format.h"
 
 namespace infdoctor::fake {
 namespace {
@@ -165,7 +166,8 @@ struct ModelState {
   int in_flight = 0;
   Clock::time_point last_done;
   bool ever_served = false;
-  std::unordered_set<std::uint64_t> cached_prefixes;  // hashes of every whole-block prefix seen
+  // Hashes of every whole-block prefix seen, each with its last use.
+  std::unordered_map<std::uint64_t, std::chrono::steady_clock::time_point> cached_prefixes;
   Clock::time_point slow_origin;  // the start of a slow_every_s period
   double bucket_tokens = 0;       // requests left in the token bucket, as of bucket_at
   Clock::time_point bucket_at;
@@ -197,17 +199,38 @@ std::optional<double> loading_left_s(ModelState& st, Clock::time_point now) {
   return std::chrono::duration<double>(*st.loaded_at - now).count();
 }
 
-// How many times slower than planted a request that arrives at `at` runs: inside a periodic slow
-// window, slow_factor; drawn into the tail (`tail_draw` uniform in [0, 1)), tail_factor; both, both.
-double slowdown(const ModelState& st, Clock::time_point at, double tail_draw) {
+// How many times slower than planted a request runs for its own sake: drawn into the tail
+// (`tail_draw` uniform in [0, 1)), tail_factor. A neighbour's bursts slow the clock instead (done_at).
+double tail_slowdown(const ModelSpec& spec, double tail_draw) { return tail_draw < spec.tail_fraction ? spec.tail_factor : 1.0; }
+
+// The moment `work_ms` of work begun at `from` is done, when inside each periodic slow window
+// (slow_for_s of every slow_every_s) work runs slow_factor times slower: a neighbour's burst slows
+// every step the model makes while it lasts, whichever request it belongs to, so a request that
+// a burst begins or ends in changes speed in mid-stream.
+Clock::time_point done_at(const ModelState& st, Clock::time_point from, double work_ms) {
   const ModelSpec& spec = st.spec;
-  double f = 1;
-  if (spec.slow_every_s > 0 && spec.slow_for_s > 0) {
-    const double since = std::chrono::duration<double>(at - st.slow_origin).count();
-    if (std::fmod(std::max(0.0, since), spec.slow_every_s) < spec.slow_for_s) f *= spec.slow_factor;
+  work_ms = std::max(0.0, work_ms);
+  if (!(spec.slow_every_s > 0 && spec.slow_for_s > 0 && spec.slow_factor > 1)) return from + from_ms(work_ms);
+  const double every = spec.slow_every_s * 1000.0, during = spec.slow_for_s * 1000.0;
+  double since = std::max(0.0, std::chrono::duration<double, std::milli>(from - st.slow_origin).count());
+  double elapsed = 0;
+  // Each pass ends a window or a stretch between windows, or the work: bounded by the windows the
+  // work can span, with a margin.
+  for (int pass = 0; pass < 100000 && work_ms > 0; ++pass) {
+    const double phase = std::fmod(since, every);
+    const bool slow = phase < during;
+    const double stretch = slow ? during - phase : every - phase;  // clock time to the next edge
+    const double rate = slow ? 1.0 / spec.slow_factor : 1.0;       // work done per clock ms
+    if (work_ms <= stretch * rate) {
+      elapsed += work_ms / rate;
+      work_ms = 0;
+      break;
+    }
+    work_ms -= stretch * rate;
+    elapsed += stretch;
+    since += stretch;
   }
-  if (tail_draw < spec.tail_fraction) f *= spec.tail_factor;
-  return f;
+  return from + from_ms(elapsed + work_ms);
 }
 
 // The token bucket: takes one request's token, or says how many seconds until one is back.
@@ -261,12 +284,15 @@ std::vector<std::string_view> prompt_words(const json& messages) {
   return out;
 }
 
-// Prefix caching: how many leading tokens, in whole blocks, an earlier prompt already had; then
-// this prompt's block prefixes are remembered. A chained hash per block, as a block cache keys
-// its blocks by everything before them. Bounded: the oldest state is dropped wholesale.
+// Prefix caching: how many leading tokens, in whole blocks, an earlier prompt already had (a block
+// idle longer than the TTL is gone); then this prompt's block prefixes are remembered, as used now.
+// A chained hash per block, as a block cache keys its blocks by everything before them. Bounded:
+// the oldest state is dropped wholesale.
 std::size_t cached_prefix_tokens(ModelState& st, const std::vector<std::string_view>& words) {
   const int block = st.spec.prefix_cache_block_tokens;
   if (block <= 0) return 0;
+  const auto now = std::chrono::steady_clock::now();
+  const auto ttl = std::chrono::duration<double>(st.spec.prefix_cache_ttl_s);
   std::lock_guard lock(st.mu);
   if (st.cached_prefixes.size() > 200000) st.cached_prefixes.clear();
   std::uint64_t h = 1469598103934665603ull;
@@ -276,33 +302,13 @@ std::size_t cached_prefix_tokens(ModelState& st, const std::vector<std::string_v
     for (char c : words[i]) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     h = (h ^ 0x20u) * 1099511628211ull;
     if ((i + 1) % static_cast<std::size_t>(block) != 0) continue;
-    if (still_cached && st.cached_prefixes.count(h)) cached = i + 1;
+    const auto it = st.cached_prefixes.find(h);
+    const bool alive = it != st.cached_prefixes.end() && (ttl.count() <= 0 || now - it->second <= ttl);
+    if (still_cached && alive) cached = i + 1;
     else still_cached = false;
-    st.cached_prefixes.insert(h);
+    st.cached_prefixes[h] = now;
   }
   return cached;
-}
-
-const char* kWords[] = {" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " and",
-                        " then", " it", " rests", " in", " warm", " sun"};
-
-
-std::string error_body(const std::string& message, const std::string& type, const std::string& code,
-                       const std::string& param = "") {
-  json j = {{"error",
-             {{"message", message},
-              {"type", type},
-              {"param", param.empty() ? json(nullptr) : json(param)},
-              {"code", code.empty() ? json(nullptr) : json(code)}}}};
-  return j.dump();
-}
-
-// The Messages API's error shape: {"type": "error", "error": {"type", "message"}}.
-std::string anthropic_error_body(const std::string& message, const std::string& type) {
-  const std::string t = type == "rate_limit_error" ? "rate_limit_error"
-                        : type == "server_error"   ? "overloaded_error"
-                        : type == "invalid_request_error" ? "invalid_request_error" : "api_error";
-  return json{{"type", "error"}, {"error", {{"type", t}, {"message", message}}}}.dump();
 }
 
 ServedRequest served_entry(std::string model, Clock::time_point arrived, int status, std::string rid,
@@ -579,45 +585,73 @@ struct Server::Impl {
     return buf;
   }
 
-  template <typename Stream>
-  bool handle_chat(Stream& stream, const bhttp::request<bhttp::string_body>& req, Clock::time_point arrived,
-                   const std::string& rid, std::vector<std::pair<std::string, std::string>> headers,
-                   bool anthropic) {
-    const bool keep = req.keep_alive();
-    json body = json::parse(req.body(), nullptr, false);
-    const auto err_body = [&](const std::string& msg, const std::string& type, const std::string& code) {
-      return anthropic ? anthropic_error_body(msg, type) : error_body(msg, type, code);
-    };
-    auto reply_error = [&](int status, const std::string& model, const std::string& msg, const std::string& type,
-                           const std::string& code) {
-      record(served_entry(model, arrived, status, rid, req.body().size()), req, body);
-      return write_simple(stream, status, err_body(msg, type, code), keep, headers);
-    };
-    if (scenario.max_body_bytes > 0 && static_cast<double>(req.body().size()) > scenario.max_body_bytes)
-      return reply_error(413, "", "request entity too large", "invalid_request_error", "payload_too_large");
-    if (body.is_discarded() || !body.is_object())
-      return reply_error(400, "", "request body is not a JSON object", "invalid_request_error", "invalid_json");
-    const std::string model = body.value("model", std::string());
-    auto mit = models.find(model);
-    if (mit == models.end())
-      return reply_error(404, model, "The model `" + model + "` does not exist", "invalid_request_error",
-                         "model_not_found");
-    ModelState& st = *mit->second;
-    const ModelSpec& spec = st.spec;
-
+  // One chat request as read: where it came from, what it asks, and the headers its answer takes.
+  struct ChatCall {
+    ChatCall(const bhttp::request<bhttp::string_body>& r, Clock::time_point at, const std::string& id,
+             std::vector<std::pair<std::string, std::string>> h, bool anth)
+        : req(r), arrived(at), rid(id), headers(std::move(h)), anthropic(anth), keep(r.keep_alive()) {}
+    const bhttp::request<bhttp::string_body>& req;
+    Clock::time_point arrived;
+    const std::string& rid;
+    std::vector<std::pair<std::string, std::string>> headers;
+    bool anthropic = false;
+    bool keep = false;
+    json body;
+    std::string model;
+    ModelState* st = nullptr;
     std::size_t prompt_tokens = 0, cached_tokens = 0;
+    int max_tokens = 0, n_out = 0;
+    bool stream_mode = false, include_usage = false;
+    std::uint64_t nth = 0;  // this model's request number
+  };
+
+  std::string err_body(const ChatCall& c, const std::string& msg, const std::string& type, const std::string& code) {
+    return c.anthropic ? anthropic_error_body(msg, type) : error_body(msg, type, code);
+  }
+
+  // An answer of `status` with a body the client reads whole, recorded as served.
+  template <typename Stream>
+  bool reply(Stream& stream, ChatCall& c, int status, const std::string& body) {
+    record(served_entry(c.model, c.arrived, status, c.rid, c.req.body().size()), c.req, c.body);
+    return write_simple(stream, status, body, c.keep, c.headers);
+  }
+  template <typename Stream>
+  bool reply_error(Stream& stream, ChatCall& c, int status, const std::string& msg, const std::string& type,
+                   const std::string& code) {
+    return reply(stream, c, status, err_body(c, msg, type, code));
+  }
+
+  // Reads the request as the API does: its size, its JSON, the model, the messages, the
+  // parameters a model refuses, max_tokens against the context. A refusal is answered here (its
+  // outcome returned); nothing when the request stands.
+  template <typename Stream>
+  std::optional<bool> read_chat(Stream& stream, ChatCall& c) {
+    const auto& req = c.req;
+    c.body = json::parse(req.body(), nullptr, false);
+    if (scenario.max_body_bytes > 0 && static_cast<double>(req.body().size()) > scenario.max_body_bytes)
+      return reply_error(stream, c, 413, "request entity too large", "invalid_request_error", "payload_too_large");
+    if (c.body.is_discarded() || !c.body.is_object())
+      return reply_error(stream, c, 400, "request body is not a JSON object", "invalid_request_error", "invalid_json");
+    c.model = c.body.value("model", std::string());
+    auto mit = models.find(c.model);
+    if (mit == models.end())
+      return reply_error(stream, c, 404, "The model `" + c.model + "` does not exist", "invalid_request_error",
+                         "model_not_found");
+    c.st = mit->second.get();
+    const ModelSpec& spec = c.st->spec;
+    const json& body = c.body;
     if (auto msgs = body.find("messages"); msgs != body.end() && msgs->is_array()) {
       const auto words = prompt_words(*msgs);
-      prompt_tokens = words.size();
-      cached_tokens = cached_prefix_tokens(st, words);
+      c.prompt_tokens = words.size();
+      c.cached_tokens = cached_prefix_tokens(*c.st, words);
     } else {
-      return reply_error(400, model, "`messages` must be an array", "invalid_request_error", "invalid_messages");
+      return reply_error(stream, c, 400, "`messages` must be an array", "invalid_request_error", "invalid_messages");
     }
-    if (anthropic && !body.contains("max_tokens"))
-      return reply_error(400, model, "max_tokens: Field required", "invalid_request_error", "");
+    if (c.anthropic && !body.contains("max_tokens"))
+      return reply_error(stream, c, 400, "max_tokens: Field required", "invalid_request_error", "");
     // A reasoning model's refusals, word for word as OpenAI's.
     for (const auto& p : spec.rejects) {
-      if (anthropic) break;
+      if (c.anthropic) break;
       std::string said, code;
       if (p == "max_tokens" && body.contains("max_tokens")) {
         said = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
@@ -628,42 +662,50 @@ struct Server::Impl {
         code = "unsupported_value";
       }
       if (said.empty()) continue;
-      record(served_entry(model, arrived, 400, rid, req.body().size()), req, body);
-      return write_simple(stream, 400, error_body(said, "invalid_request_error", code, p), keep, headers);
+      return reply(stream, c, 400, error_body(said, "invalid_request_error", code, p));
     }
-    if (anthropic && body.contains("stream_options"))  // the Messages API refuses what it does not know
-      return reply_error(400, model, "stream_options: Extra inputs are not permitted", "invalid_request_error", "");
-    int max_tokens = scenario.default_max_tokens;
+    if (c.anthropic && body.contains("stream_options"))  // the Messages API refuses what it does not know
+      return reply_error(stream, c, 400, "stream_options: Extra inputs are not permitted", "invalid_request_error", "");
+    c.max_tokens = scenario.default_max_tokens;
     for (const char* key : {"max_tokens", "max_completion_tokens"})
-      if (auto it = body.find(key); it != body.end() && it->is_number_integer()) max_tokens = it->get<int>();
-    if (max_tokens < 1 || max_tokens > 1000000)
-      return reply_error(400, model, "max_tokens must lie in [1, 1000000]", "invalid_request_error", "invalid_max_tokens");
-    if (spec.context_tokens > 0 && prompt_tokens + static_cast<std::size_t>(max_tokens) > static_cast<std::size_t>(spec.context_tokens))
-      return reply_error(400, model,
+      if (auto it = body.find(key); it != body.end() && it->is_number_integer()) c.max_tokens = it->get<int>();
+    if (c.max_tokens < 1 || c.max_tokens > 1000000)
+      return reply_error(stream, c, 400, "max_tokens must lie in [1, 1000000]", "invalid_request_error", "invalid_max_tokens");
+    if (spec.context_tokens > 0 &&
+        c.prompt_tokens + static_cast<std::size_t>(c.max_tokens) > static_cast<std::size_t>(spec.context_tokens))
+      return reply_error(stream, c, 400,
                          "This model's maximum context length is " + std::to_string(spec.context_tokens) +
-                             " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) +
+                             " tokens. However, you requested " + std::to_string(c.prompt_tokens + c.max_tokens) +
                              " tokens. Please reduce the length of the messages or completion.",
                          "invalid_request_error", "context_length_exceeded");
-    const bool stream_mode = body.value("stream", false);
-    bool include_usage = false;
+    c.stream_mode = body.value("stream", false);
     if (auto so = body.find("stream_options"); so != body.end() && so->is_object())
-      include_usage = so->value("include_usage", false);
-    const int n_out = spec.output_tokens ? std::min(*spec.output_tokens, max_tokens) : max_tokens;
-
-    std::uint64_t nth;
+      c.include_usage = so->value("include_usage", false);
+    c.n_out = spec.output_tokens ? std::min(*spec.output_tokens, c.max_tokens) : c.max_tokens;
     {
-      std::lock_guard lock(st.mu);
-      nth = ++st.requests;
+      std::lock_guard lock(c.st->mu);
+      c.nth = ++c.st->requests;
     }
-    if (const auto wait_s = bucket_refusal(st, arrived)) {
+    return std::nullopt;
+  }
+
+  // What the provider answers instead of generating: the request bucket's and the token quota's
+  // 429s, a model still loading, and the planted faults that answer at once. A refusal is
+  // answered here (its outcome returned); a fault that strikes mid-stream is left in `mid_fault`.
+  template <typename Stream>
+  std::optional<bool> refuse(Stream& stream, ChatCall& c, const FaultRule*& mid_fault) {
+    ModelState& st = *c.st;
+    const ModelSpec& spec = st.spec;
+    auto& headers = c.headers;
+    if (const auto wait_s = bucket_refusal(st, c.arrived)) {
       headers.emplace_back("retry-after", std::to_string(static_cast<long long>(std::ceil(*wait_s))));
       headers.emplace_back("retry-after-ms", std::to_string(static_cast<long long>(std::ceil(*wait_s * 1000))));
-      return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
+      return reply_error(stream, c, 429, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
     }
     if (spec.tokens_per_min > 0) {
-      const double cost = static_cast<double>(prompt_tokens) + max_tokens;
+      const double cost = static_cast<double>(c.prompt_tokens) + c.max_tokens;
       double left = 0;
-      const auto wait_s = quota_refusal(st, arrived, cost, left);
+      const auto wait_s = quota_refusal(st, c.arrived, cost, left);
       headers.emplace_back("x-ratelimit-limit-tokens", std::to_string(static_cast<long long>(spec.tokens_per_min)));
       headers.emplace_back("x-ratelimit-remaining-tokens", std::to_string(static_cast<long long>(left)));
       if (wait_s) {
@@ -671,24 +713,21 @@ struct Server::Impl {
         std::snprintf(said, sizeof said,
                       "Rate limit reached for %s in organization org-fake on tokens per min (TPM): Limit %.0f, Used %.0f, "
                       "Requested %.0f. Please try again in %.3fs.",
-                      model.c_str(), spec.tokens_per_min, spec.tokens_per_min - left, cost, *wait_s);
+                      c.model.c_str(), spec.tokens_per_min, spec.tokens_per_min - left, cost, *wait_s);
         headers.emplace_back("retry-after", std::to_string(static_cast<long long>(std::ceil(*wait_s))));
         headers.emplace_back("retry-after-ms", std::to_string(static_cast<long long>(std::ceil(*wait_s * 1000))));
-        return reply_error(429, model, said, "tokens", "rate_limit_exceeded");
+        return reply_error(stream, c, 429, said, "tokens", "rate_limit_exceeded");
       }
     }
-    if (const auto left_s = loading_left_s(st, arrived)) {
-      record(served_entry(model, arrived, 503, rid, req.body().size()), req, body);
+    if (const auto left_s = loading_left_s(st, c.arrived)) {
       char estimate[32];
       std::snprintf(estimate, sizeof estimate, "%.1f", *left_s);
-      return write_simple(stream, 503,
-                          "{\"error\":" + json("Model " + model + " is currently loading").dump() + ",\"estimated_time\":" + estimate + "}",
-                          keep, headers);
+      return reply(stream, c, 503,
+                   "{\"error\":" + json("Model " + c.model + " is currently loading").dump() + ",\"estimated_time\":" + estimate + "}");
     }
-    const FaultRule* mid_fault = nullptr;
     for (const auto& f : spec.faults) {
-      const bool hit = (f.every > 0 && nth % static_cast<std::uint64_t>(f.every) == 0) ||
-                       (f.first > 0 && nth <= static_cast<std::uint64_t>(f.first));
+      const bool hit = (f.every > 0 && c.nth % static_cast<std::uint64_t>(f.every) == 0) ||
+                       (f.first > 0 && c.nth <= static_cast<std::uint64_t>(f.first));
       if (!hit) continue;
       if (f.kind == "429" || f.kind == "503" || f.kind == "529") {
         if (f.retry_after_s >= 0) {
@@ -696,335 +735,338 @@ struct Server::Impl {
           ra << f.retry_after_s;
           headers.emplace_back("retry-after", ra.str());
         }
-        if (f.kind == "529") {  // Anthropic's: the API is overloaded, in its own error shape
-          record(served_entry(model, arrived, 529, rid, req.body().size()), req, body);
-          return write_simple(stream, 529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
-                              keep, headers);
-        }
+        if (f.kind == "529")  // Anthropic's: the API is overloaded, in its own error shape
+          return reply(stream, c, 529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
         if (f.kind == "429")
-          return reply_error(429, model, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
-        return reply_error(503, model, "The server is overloaded, try again later", "server_error", "overloaded");
+          return reply_error(stream, c, 429, "Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded");
+        return reply_error(stream, c, 503, "The server is overloaded, try again later", "server_error", "overloaded");
       }
       if (f.kind == "html_502") {  // a proxy in front whose upstream failed: its own HTML page
-        record(served_entry(model, arrived, 502, rid, req.body().size()), req, body);
         headers.emplace_back("content-type", "text/html");
-        return write_simple(stream, 502,
-                            "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad "
-                            "Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
-                            keep, headers);
+        return reply(stream, c, 502,
+                     "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad "
+                     "Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n");
       }
       if (f.kind == "endless_headers") {
-        record(served_entry(model, arrived, 200, rid, req.body().size()), req, body);
+        record(served_entry(c.model, c.arrived, 200, c.rid, c.req.body().size()), c.req, c.body);
         return endless_headers(stream);
       }
       if (!mid_fault) mid_fault = &f;
     }
+    return std::nullopt;
+  }
 
-    // Reading the body costs time in proportion to its size.
-    const double body_kb = static_cast<double>(req.body().size()) / 1024.0;
-    // The planted timeline runs from the arrival: parse, then a wait for a slot if one is taken,
-    // then the first token. Where nobody waited, it does not move with this thread's own lateness.
-    const auto parsed_at = arrived + from_ms(spec.parse_ms_per_kb * body_kb);
-    if (!sleep_until(parsed_at)) return false;
-    bool waited = false;
-
-    // Slots: FIFO admission when the model has a limit; without one, nobody waits (and nobody
-    // wakes 255 waiting threads to find out, as a shared queue would make them).
-    bool cold = false;
-    int batch = 1;  // sequences decoding together, this one included
-    {
-      std::unique_lock lock(st.mu);
-      if (spec.slots > 0) {
-        const std::uint64_t ticket = st.next_ticket++;
-        st.queue.push_back(ticket);
-        const auto admissible = [&] { return stop_flag.load() || (st.queue.front() == ticket && st.busy < spec.slots); };
-        waited = !admissible();
-        if (waited) engine_count(&EngineStats::waiting, +1);
-        st.cv.wait(lock, admissible);
-        if (waited) engine_count(&EngineStats::waiting, -1);
-        if (stop_flag.load()) return false;
-        st.queue.pop_front();
-      }
-      ++st.busy;
-      batch = spec.slots > 0 ? st.busy : 1;
-      const auto now = Clock::now();
-      if (spec.cold_idle_s > 0 || spec.cold_at_start) {
-        if (!st.ever_served) {
-          cold = spec.cold_at_start;
-        } else if (st.in_flight == 0 && spec.cold_idle_s > 0) {
-          cold = now - st.last_done >= from_ms(spec.cold_idle_s * 1000.0);
+  // A slot of the model's, held while one request generates. With a limit on slots, admission is
+  // first come first served; without one, nobody waits (and nobody wakes 255 waiting threads to
+  // find out, as a shared queue would make them). `held` is false when the server stopped first.
+  class Slot {
+   public:
+    Slot(Impl& im, ModelState& st) : im_(im), st_(st) {
+      const ModelSpec& spec = st.spec;
+      {
+        std::unique_lock lock(st.mu);
+        if (spec.slots > 0) {
+          const std::uint64_t ticket = st.next_ticket++;
+          st.queue.push_back(ticket);
+          const auto admissible = [&] {
+            return im.stop_flag.load() || (st.queue.front() == ticket && st.busy < spec.slots);
+          };
+          waited = !admissible();
+          if (waited) im.engine_count(&EngineStats::waiting, +1);
+          st.cv.wait(lock, admissible);
+          if (waited) im.engine_count(&EngineStats::waiting, -1);
+          if (im.stop_flag.load()) return;
+          st.queue.pop_front();
         }
+        ++st.busy;
+        batch = spec.slots > 0 ? st.busy : 1;
+        const auto now = Clock::now();
+        if (spec.cold_idle_s > 0 || spec.cold_at_start) {
+          if (!st.ever_served)
+            cold = spec.cold_at_start;
+          else if (st.in_flight == 0 && spec.cold_idle_s > 0)
+            cold = now - st.last_done >= from_ms(spec.cold_idle_s * 1000.0);
+        }
+        st.ever_served = true;
+        ++st.in_flight;
+        if (spec.slots > 0) st.cv.notify_all();  // the next in line may be admitted too
       }
-      st.ever_served = true;
-      ++st.in_flight;
-      if (spec.slots > 0) st.cv.notify_all();  // the next in line may be admitted too
+      held = true;
+      im.engine_count(&EngineStats::running, +1);
     }
-    engine_count(&EngineStats::running, +1);
-    struct SlotGuard {
-      ModelState& st;
-      Impl& im;
-      ~SlotGuard() {
-        im.engine_count(&EngineStats::running, -1);
-        std::lock_guard lock(st.mu);
-        --st.busy;
-        --st.in_flight;
-        st.last_done = Clock::now();
-        if (st.spec.slots > 0) st.cv.notify_all();
-      }
-    } guard{st, *this};
-    const auto admitted = waited ? Clock::now() : parsed_at;
-    const double queue_ms = std::chrono::duration<double, std::milli>(admitted - parsed_at).count();
-    const double parse_ms = std::chrono::duration<double, std::milli>(parsed_at - arrived).count();
-    double slow = slowdown(st, arrived, spec.tail_fraction > 0 ? uniform01() : 1.0);
+    ~Slot() {
+      if (!held) return;
+      im_.engine_count(&EngineStats::running, -1);
+      std::lock_guard lock(st_.mu);
+      --st_.busy;
+      --st_.in_flight;
+      st_.last_done = Clock::now();
+      if (st_.spec.slots > 0) st_.cv.notify_all();
+    }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+
+    bool held = false;
+    bool waited = false;  // another request held the last slot when this one came
+    bool cold = false;    // the model was unloaded: this request pays its cold start
+    int batch = 1;        // sequences decoding together, this one included
+
+   private:
+    Impl& im_;
+    ModelState& st_;
+  };
+
+  // When each of a request's tokens is due, planted from its arrival: the body's parse, the wait
+  // for a slot, the cold start, prefill at the neighbour's pace, then decode a token at a time.
+  struct Timeline {
+    const ModelState* st = nullptr;
+    Clock::time_point arrived, parsed_at, admitted, first_at;
+    double per_token_ms = 0;
+    Clock::duration shift{};  // a planted stall pushes every later token back
+    double parse_ms() const { return std::chrono::duration<double, std::milli>(parsed_at - arrived).count(); }
+    double queue_ms() const { return std::chrono::duration<double, std::milli>(admitted - parsed_at).count(); }
+    Clock::time_point token_at(int i) const { return done_at(*st, first_at, per_token_ms * i) + shift; }
+  };
+
+  // The planted parse: reading the body costs time in proportion to its size.
+  Clock::time_point parsed_at(const ChatCall& c) const {
+    const double body_kb = static_cast<double>(c.req.body().size()) / 1024.0;
+    return c.arrived + from_ms(c.st->spec.parse_ms_per_kb * body_kb);
+  }
+
+  // The request's timeline once it holds a slot; where nobody waited it does not move with this
+  // thread's own lateness. The replica that serves it (one may be slow) names itself in a header.
+  Timeline plan(ChatCall& c, const Slot& slot, Clock::time_point parsed) {
+    const ModelSpec& spec = c.st->spec;
+    Timeline t;
+    t.st = c.st;
+    t.arrived = c.arrived;
+    t.parsed_at = parsed;
+    t.admitted = slot.waited ? Clock::now() : parsed;
+    double slow = tail_slowdown(spec, spec.tail_fraction > 0 ? uniform01() : 1.0);
     if (spec.replicas > 0) {
       const int replica = std::min(spec.replicas - 1, static_cast<int>(uniform01() * spec.replicas));
       if (replica == 0) slow *= spec.slow_replica_factor;
-      if (!spec.replica_header.empty()) headers.emplace_back(spec.replica_header, "replica-" + std::to_string(replica + 1));
+      if (!spec.replica_header.empty())
+        c.headers.emplace_back(spec.replica_header, "replica-" + std::to_string(replica + 1));
     }
-    const double per_token_ms = slow * (spec.decode_ms_per_token + spec.decode_ms_per_1k_context * static_cast<double>(prompt_tokens) / 1000.0) *
-                                (1 + spec.batch_decode_penalty * (batch - 1));
-    const double fresh = static_cast<double>(prompt_tokens - cached_tokens);
-    const double first_ms = slow * (spec.overhead_ms +
-                                    (spec.prefill_ms_per_token + spec.prefill_growth_ms_per_1k_tokens * fresh / 1000.0) * fresh +
-                                    jitter(spec.jitter_ms)) +
-                            (cold ? spec.cold_penalty_ms : 0.0) + per_token_ms * spec.reasoning_tokens;
-    const auto first_at = admitted + from_ms(std::max(0.0, first_ms));
-    {
-      std::lock_guard lock(engine.mu);
-      engine.queue.add(queue_ms / 1000.0);
-      engine.ttft.add(std::chrono::duration<double>(first_at - arrived).count());
-      engine.prefix_queries += prompt_tokens;
-      engine.prefix_hits += cached_tokens;
-    }
-    Clock::duration shift{};  // a planted stall pushes every later token back
-    const auto token_at = [&](int i) { return first_at + shift + from_ms(per_token_ms * i); };
-    const int reasoning = spec.reasoning_tokens;
+    const double prompt = static_cast<double>(c.prompt_tokens);
+    t.per_token_ms = slow * (spec.decode_ms_per_token + spec.decode_ms_per_1k_context * prompt / 1000.0) *
+                     (1 + spec.batch_decode_penalty * (slot.batch - 1));
+    const double fresh = static_cast<double>(c.prompt_tokens - c.cached_tokens);
+    // The cold start first, then the model's work to the first token at the neighbour's pace.
+    const double first_work_ms =
+        slow * (spec.overhead_ms +
+                (spec.prefill_ms_per_token + spec.prefill_growth_ms_per_1k_tokens * fresh / 1000.0) * fresh +
+                jitter(spec.jitter_ms)) +
+        t.per_token_ms * spec.reasoning_tokens;
+    t.first_at = done_at(*c.st, t.admitted + from_ms(slot.cold ? spec.cold_penalty_ms : 0.0), first_work_ms);
+    std::lock_guard lock(engine.mu);
+    engine.queue.add(t.queue_ms() / 1000.0);
+    engine.ttft.add(std::chrono::duration<double>(t.first_at - c.arrived).count());
+    engine.prefix_queries += c.prompt_tokens;
+    engine.prefix_hits += c.cached_tokens;
+    return t;
+  }
 
-    headers.insert(headers.end(), spec.headers.begin(), spec.headers.end());
+  // The answer's headers (the model's own, and its timings when it tells them), and the request
+  // recorded as served.
+  void announce(ChatCall& c, const Timeline& t) {
+    const ModelSpec& spec = c.st->spec;
+    c.headers.insert(c.headers.end(), spec.headers.begin(), spec.headers.end());
     if (spec.timing_headers) {
       std::ostringstream st_hdr;
       st_hdr.setf(std::ios::fixed);
       st_hdr.precision(1);
-      st_hdr << "parse;dur=" << parse_ms << ", queue;dur=" << queue_ms;
-      headers.emplace_back("server-timing", st_hdr.str());
-      headers.emplace_back("x-queue-time", std::to_string(static_cast<long long>(queue_ms)));
+      st_hdr << "parse;dur=" << t.parse_ms() << ", queue;dur=" << t.queue_ms();
+      c.headers.emplace_back("server-timing", st_hdr.str());
+      c.headers.emplace_back("x-queue-time", std::to_string(static_cast<long long>(t.queue_ms())));
     }
-    record(served_entry(model, arrived, 200, rid, req.body().size()), req, body);
+    record(served_entry(c.model, c.arrived, 200, c.rid, c.req.body().size()), c.req, c.body);
+  }
 
-    const std::string model_json = json(model).dump();
-    const long long created = std::chrono::duration_cast<std::chrono::seconds>(
-                                  std::chrono::system_clock::now().time_since_epoch()).count();
-    const std::string chunk_head = "{\"id\":\"chatcmpl-" + rid + "\",\"object\":\"chat.completion.chunk\",\"created\":" +
-                                   std::to_string(created) + ",\"model\":" + model_json + ",\"choices\":[";
-    const bool stopped = n_out < max_tokens;  // the model ended before max_tokens
-    const std::string finish = anthropic ? (stopped ? "end_turn" : "max_tokens") : (stopped ? "stop" : "length");
+  template <typename Stream>
+  bool handle_chat(Stream& stream, const bhttp::request<bhttp::string_body>& req, Clock::time_point arrived,
+                   const std::string& rid, std::vector<std::pair<std::string, std::string>> headers_in,
+                   bool anthropic) {
+    ChatCall c(req, arrived, rid, std::move(headers_in), anthropic);
+    if (auto refused = read_chat(stream, c)) return *refused;
+    const FaultRule* mid_fault = nullptr;
+    if (auto refused = refuse(stream, c, mid_fault)) return *refused;
+    const auto parsed = parsed_at(c);
+    if (!sleep_until(parsed)) return false;
+    const Slot slot(*this, *c.st);
+    if (!slot.held) return false;
+    Timeline t = plan(c, slot, parsed);
+    announce(c, t);
+    const ChatFormat format({c.rid, c.model, c.anthropic, c.prompt_tokens, c.cached_tokens,
+                            c.st->spec.reasoning_tokens, c.n_out < c.max_tokens,
+                            std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count()});
+    if (!c.stream_mode) return answer_whole(stream, c, format, t);
+    return answer_stream(stream, c, format, t, mid_fault);
+  }
 
-    if (!stream_mode) {
-      if (!sleep_until(token_at(n_out - 1))) return false;
-      std::string text;
-      for (int i = 0; i < n_out; ++i) text += kWords[i % std::size(kWords)];
-      if (spec.timing_headers) {
-        const double proc = std::chrono::duration<double, std::milli>(Clock::now() - arrived).count();
-        headers.emplace_back("openai-processing-ms", std::to_string(static_cast<long long>(proc)));
-      }
-      if (anthropic) {
-        const json msg = {{"id", "msg_" + rid},
-                          {"type", "message"},
-                          {"role", "assistant"},
-                          {"model", model},
-                          {"content", json::array({{{"type", "text"}, {"text", text}}})},
-                          {"stop_reason", finish},
-                          {"usage", {{"input_tokens", prompt_tokens - cached_tokens},
-                                     {"cache_read_input_tokens", cached_tokens},
-                                     {"output_tokens", n_out + reasoning}}}};
-        return write_simple(stream, 200, msg.dump(), keep, headers);
-      }
-      json out = {{"id", "chatcmpl-" + rid},
-                  {"object", "chat.completion"},
-                  {"created", created},
-                  {"model", model},
-                  {"choices", json::array({{{"index", 0},
-                                            {"message", {{"role", "assistant"}, {"content", text}}},
-                                            {"finish_reason", finish}}})},
-                  {"usage",
-                   {{"prompt_tokens", prompt_tokens},
-                    {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
-                    {"completion_tokens", n_out + reasoning},
-                    {"completion_tokens_details", {{"reasoning_tokens", reasoning}}},
-                    {"total_tokens", prompt_tokens + static_cast<std::size_t>(n_out + reasoning)}}}};
-      return write_simple(stream, 200, out.dump(), keep, headers);
+  template <typename Stream>
+  bool answer_whole(Stream& stream, ChatCall& c, const ChatFormat& format, const Timeline& t) {
+    if (!sleep_until(t.token_at(c.n_out - 1))) return false;
+    if (c.st->spec.timing_headers) {
+      const double proc = std::chrono::duration<double, std::milli>(Clock::now() - c.arrived).count();
+      c.headers.emplace_back("openai-processing-ms", std::to_string(static_cast<long long>(proc)));
     }
+    return write_simple(stream, 200, format.whole(c.n_out), c.keep, c.headers);
+  }
 
-    // Streamed response: headers (and the role-only chunk) at once, tokens on their schedule.
-    bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
-    res.set(bhttp::field::server, "infdoctor-fake");
-    res.set(bhttp::field::content_type, "text/event-stream");
-    res.set(bhttp::field::cache_control, "no-cache");
-    for (const auto& [k, v] : headers) res.set(k, v);
-    res.keep_alive(keep);
-    res.chunked(true);
-    bhttp::response_serializer<bhttp::empty_body> sr{res};
+  // A streamed answer's transport: the header block, then each piece as one chunk, written when due.
+  template <typename Stream>
+  struct EventSink {
+    Impl& im;
+    Stream& stream;
+    bool keep;
     beast::error_code ec;
-    bhttp::write_header(stream, sr, ec);
-    if (ec) return false;
-    auto send = [&](const std::string& payload) {
+
+    bool begin(const std::vector<std::pair<std::string, std::string>>& headers) {
+      bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
+      res.set(bhttp::field::server, "infdoctor-fake");
+      res.set(bhttp::field::content_type, "text/event-stream");
+      res.set(bhttp::field::cache_control, "no-cache");
+      for (const auto& [k, v] : headers) res.set(k, v);
+      res.keep_alive(keep);
+      res.chunked(true);
+      bhttp::response_serializer<bhttp::empty_body> sr{res};
+      bhttp::write_header(stream, sr, ec);
+      return !ec;
+    }
+    bool send(const std::string& payload) {
+      if (payload.empty()) return true;
       net::write(stream, bhttp::make_chunk(net::buffer(payload)), ec);
       return !ec;
-    };
-    auto event = [&](const std::string& data) { return "data: " + data + "\n\n"; };
-    // Anthropic's stream: named events, the tokens in content_block_delta, usage at both ends.
-    const auto named = [](const char* name, const std::string& data) {
-      return std::string("event: ") + name + "\ndata: " + data + "\n\n";
-    };
-    const auto content_event = [&](const std::string& t) {
-      if (anthropic)
-        return named("content_block_delta",
-                     "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + t +
-                         "\"}}");
-      return event(chunk_head + "{\"index\":0,\"delta\":{\"content\":\"" + t + "\"},\"finish_reason\":null}]}");
-    };
-    if (anthropic) {
-      const json start = {{"type", "message_start"},
-                          {"message",
-                           {{"id", "msg_" + rid},
-                            {"type", "message"},
-                            {"role", "assistant"},
-                            {"model", model},
-                            {"content", json::array()},
-                            {"stop_reason", nullptr},
-                            {"usage", {{"input_tokens", prompt_tokens - cached_tokens},
-                                       {"cache_read_input_tokens", cached_tokens},
-                                       {"output_tokens", 1}}}}}};
-      if (!send(named("message_start", start.dump()) +
-                named("content_block_start",
-                      R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})") +
-                named("ping", R"({"type":"ping"})")))
-        return false;
-    } else if (spec.role_chunk &&
-               !send(event(chunk_head + "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}"))) {
-      return false;
     }
-
-    // Visible reasoning streams before the answer, a token at a time at the decode speed, the last
-    // one a token's time before the answer's first.
-    for (int i = 0; spec.reasoning_visible && i < reasoning; ++i) {
-      const std::string word = kWords[(i + 3) % std::size(kWords)];
-      const std::string ev =
-          anthropic ? named("content_block_delta",
-                            R"({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":")" +
-                                word + "\"}}")
-                    : event(chunk_head + "{\"index\":0,\"delta\":{\"reasoning_content\":\"" + word +
-                            "\"},\"finish_reason\":null}]}");
-      if (!sleep_until(first_at - from_ms(per_token_ms * (reasoning - i))) || !send(ev)) return false;
-    }
-
-    // A buffering intermediary releases what it holds on a fixed grid after the first token.
-    std::string held;
-    auto flush_time_for = [&](Clock::time_point produced) {
-      if (spec.flush_interval_ms <= 0) return produced;
-      const auto grid = from_ms(spec.flush_interval_ms);
-      const auto k = std::max<Clock::rep>(0, (produced - first_at) / grid) + 1;
-      return first_at + grid * k;
-    };
-    Clock::time_point pending_flush{};
-    int sent = 0;
-    while (sent < n_out) {
-      const int k = std::min(spec.tokens_per_event, n_out - sent);
-      const auto produced = token_at(sent + k - 1);
-      if (mid_fault && sent + k > mid_fault->after_tokens && sent <= mid_fault->after_tokens) {
-        if (!held.empty() && (!sleep_until(pending_flush) || !send(held))) return false;
-        held.clear();
-        if (mid_fault->kind == "close_mid_stream") {
-          beast::get_lowest_layer(stream).close(ec);
-          return false;
-        }
-        if (mid_fault->kind == "reset") {
-          auto& sock = beast::get_lowest_layer(stream);
-          const linger hard{1, 0};  // close() then sends RST instead of FIN
-          ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-          sock.close(ec);
-          return false;
-        }
-        if (mid_fault->kind == "cut_stream") {
-          // A proxy that times out, or a server that gives up: the HTTP response ends cleanly,
-          // with no [DONE] (message_stop), no finish_reason and no usage.
-          net::write(stream, bhttp::make_chunk_last(), ec);
-          return !ec && keep;
-        }
-        if (mid_fault->kind == "garbage") {
-          std::string junk(static_cast<std::size_t>(mid_fault->bytes), '\0');
-          std::uint32_t x = 2463534242u;
-          for (char& c : junk) {
-            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            c = static_cast<char>(x & 0xff);
-          }
-          for (std::size_t i = 0; i < junk.size(); i += 16384)
-            if (!send(junk.substr(i, 16384))) return false;
-          net::write(stream, bhttp::make_chunk_last(), ec);
-          return !ec && keep;
-        }
-        if (mid_fault->kind == "invalid_json" && !send(event("{\"choices\":[{\"delta\":{\"content\":\" cut"))) return false;
-        if (mid_fault->kind == "huge_event") {
-          const std::string big(static_cast<std::size_t>(mid_fault->bytes), 'x');
-          if (!send(content_event(big))) return false;
-        }
-        if (mid_fault->kind == "error_event") {
-          const std::string e = err_body("internal error while generating", "server_error", "internal_error");
-          if (!send(anthropic ? named("error", e) : event(e))) return false;
-          break;
-        }
-        if (mid_fault->kind == "stall") {
-          const auto stall = from_ms(mid_fault->stall_ms);
-          if (!sleep_until(std::max(Clock::now(), token_at(sent)) + stall)) return false;
-          shift += stall;
-        }
-      }
-      std::string text;
-      for (int i = sent; i < sent + k; ++i) text += kWords[i % std::size(kWords)];
-      sent += k;
-      const auto release = flush_time_for(produced);
-      if (spec.stamp_tokens) {  // the stamp is taken after the wait, just before the write
-        if (!sleep_until(release)) return false;
-        if (!send(content_event(std::to_string(micros_of(arrived)) + "/" + std::to_string(micros_of(Clock::now())) + ";")))
-          return false;
-        continue;
-      }
-      const std::string ev = content_event(text);
-      if (!held.empty() && release != pending_flush) {
-        if (!sleep_until(pending_flush) || !send(held)) return false;
-        held.clear();
-      }
-      if (spec.flush_interval_ms > 0) {
-        held += ev;
-        pending_flush = release;
-      } else {
-        if (!sleep_until(release) || !send(ev)) return false;
-      }
-    }
-    if (!held.empty() && (!sleep_until(pending_flush) || !send(held))) return false;
-    std::string tail;
-    if (anthropic) {
-      tail = named("content_block_stop", R"({"type":"content_block_stop","index":0})") +
-             named("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"" +
-                                        finish +
-                                        "\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":" + std::to_string(sent + reasoning) + "}}") +
-             named("message_stop", R"({"type":"message_stop"})");
-      if (!send(tail)) return false;
+    bool send_at(Clock::time_point at, const std::string& payload) { return im.sleep_until(at) && send(payload); }
+    // The last chunk: the response ends cleanly, and the connection serves again when kept.
+    bool end() {
       net::write(stream, bhttp::make_chunk_last(), ec);
       return !ec && keep;
     }
-    tail = event(chunk_head + "{\"index\":0,\"delta\":{},\"finish_reason\":\"" + finish + "\"}]}");
-    if (include_usage) {
-      tail += event(chunk_head + "],\"usage\":{\"prompt_tokens\":" + std::to_string(prompt_tokens) +
-                    ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(cached_tokens) + "}" +
-                    ",\"completion_tokens\":" + std::to_string(sent + reasoning) +
-                    ",\"completion_tokens_details\":{\"reasoning_tokens\":" + std::to_string(reasoning) + "}" +
-                    ",\"total_tokens\":" + std::to_string(prompt_tokens + static_cast<std::size_t>(sent + reasoning)) + "}}");
+  };
+
+  // A buffering intermediary: what is produced between two ticks of a grid that starts at the
+  // first token goes out together at the later tick. Without a grid, each event goes out when due.
+  struct Release {
+    double interval_ms = 0;
+    Clock::time_point first_at;
+    std::string held;
+    Clock::time_point pending{};
+
+    Clock::time_point time_for(Clock::time_point produced) const {
+      if (interval_ms <= 0) return produced;
+      const auto grid = from_ms(interval_ms);
+      const auto k = std::max<Clock::rep>(0, (produced - first_at) / grid) + 1;
+      return first_at + grid * k;
     }
-    tail += "data: [DONE]\n\n";
-    if (!send(tail)) return false;
-    net::write(stream, bhttp::make_chunk_last(), ec);
-    return !ec && keep;
+    template <typename Sink>
+    bool put(Sink& sink, std::string ev, Clock::time_point produced) {
+      const auto release = time_for(produced);
+      if (!held.empty() && release != pending && !flush(sink)) return false;
+      if (interval_ms <= 0) return sink.send_at(release, ev);
+      held += ev;
+      pending = release;
+      return true;
+    }
+    template <typename Sink>
+    bool flush(Sink& sink) {
+      if (held.empty()) return true;
+      const bool ok = sink.send_at(pending, held);
+      held.clear();
+      return ok;
+    }
+  };
+
+  // Headers (and the opening events) at once, visible reasoning, then the answer's tokens on their
+  // schedule, a planted fault where it strikes, and the closing events.
+  template <typename Stream>
+  bool answer_stream(Stream& stream, ChatCall& c, const ChatFormat& format, Timeline& t, const FaultRule* fault) {
+    const ModelSpec& spec = c.st->spec;
+    EventSink<Stream> sink{*this, stream, c.keep, {}};
+    if (!sink.begin(c.headers) || !sink.send(format.opening(spec.role_chunk))) return false;
+    // Visible reasoning streams before the answer, a token at a time at the decode speed, the
+    // last one a token's time before the answer's first.
+    const int reasoning = spec.reasoning_visible ? spec.reasoning_tokens : 0;
+    for (int i = 0; i < reasoning; ++i)
+      if (!sink.send_at(t.first_at - from_ms(t.per_token_ms * (reasoning - i)), format.reasoning(i))) return false;
+
+    Release release{spec.flush_interval_ms, t.first_at, {}, {}};
+    int sent = 0;
+    while (sent < c.n_out) {
+      const int k = std::min(spec.tokens_per_event, c.n_out - sent);
+      const auto produced = t.token_at(sent + k - 1);
+      if (fault && sent + k > fault->after_tokens && sent <= fault->after_tokens) {
+        if (!release.flush(sink)) return false;
+        bool finish_now = false;
+        if (auto outcome = strike(sink, format, *fault, t, sent, finish_now)) return *outcome;
+        if (finish_now) break;
+      }
+      const std::string text = answer_words(sent, sent + k);
+      sent += k;
+      if (spec.stamp_tokens) {  // the stamp is taken after the wait, just before the write
+        if (!sleep_until(release.time_for(produced))) return false;
+        if (!sink.send(format.content(std::to_string(micros_of(c.arrived)) + "/" +
+                                      std::to_string(micros_of(Clock::now())) + ";")))
+          return false;
+        continue;
+      }
+      if (!release.put(sink, format.content(text), produced)) return false;
+    }
+    if (!release.flush(sink) || !sink.send(format.closing(sent, c.include_usage))) return false;
+    return sink.end();
+  }
+
+  // A fault planted in mid-stream, struck before token `sent`: the connection closed or reset, the
+  // response cut short or filled with garbage (each an outcome returned), or a broken event, a huge
+  // one, an error event (after which the stream closes: `finish_now`), or a stall that pushes every
+  // later token back.
+  template <typename Sink>
+  std::optional<bool> strike(Sink& sink, const ChatFormat& format, const FaultRule& f, Timeline& t, int sent,
+                             bool& finish_now) {
+    auto& sock = beast::get_lowest_layer(sink.stream);
+    if (f.kind == "close_mid_stream") {
+      sock.close(sink.ec);
+      return false;
+    }
+    if (f.kind == "reset") {
+      const linger hard{1, 0};  // close() then sends RST instead of FIN
+      ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+      sock.close(sink.ec);
+      return false;
+    }
+    // A proxy that times out, or a server that gives up: the HTTP response ends cleanly, with no
+    // [DONE] (message_stop), no finish_reason and no usage.
+    if (f.kind == "cut_stream") return sink.end();
+    if (f.kind == "garbage") {
+      std::string junk(static_cast<std::size_t>(f.bytes), '\0');
+      std::uint32_t x = 2463534242u;
+      for (char& ch : junk) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        ch = static_cast<char>(x & 0xff);
+      }
+      for (std::size_t i = 0; i < junk.size(); i += 16384)
+        if (!sink.send(junk.substr(i, 16384))) return false;
+      return sink.end();
+    }
+    if (f.kind == "invalid_json" && !sink.send("data: {\"choices\":[{\"delta\":{\"content\":\" cut\n\n")) return false;
+    if (f.kind == "huge_event" && !sink.send(format.content(std::string(static_cast<std::size_t>(f.bytes), 'x'))))
+      return false;
+    if (f.kind == "error_event") {
+      if (!sink.send(format.error("internal error while generating", "server_error", "internal_error"))) return false;
+      finish_now = true;
+    }
+    if (f.kind == "stall") {
+      const auto stall = from_ms(f.stall_ms);
+      if (!sleep_until(std::max(Clock::now(), t.token_at(sent)) + stall)) return false;
+      t.shift += stall;
+    }
+    return std::nullopt;
   }
 };
 

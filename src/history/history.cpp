@@ -6,7 +6,10 @@
 #include <cmath>
 #include <iterator>
 
-#include "checks/registry.h"
+#include "checks/baseline.h"
+#include "checks/coldstart.h"
+#include "checks/transport.h"
+#include "results/run_metrics.h"
 #include "stats/fit.h"
 
 namespace infdoctor::history {
@@ -73,7 +76,7 @@ bool first_request_cold(double penalty_ms, double baseline_ms) {
 const std::vector<std::string>& kept_metrics() {
   static const std::vector<std::string> k = [] {
     std::vector<std::string> names;
-    for (const auto& m : checks::all_metrics())
+    for (const auto& m : results::all_metrics())
       if (m.tags.history) names.push_back(m.name);
     return names;
   }();
@@ -261,8 +264,8 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
     const double v = sqlite3_column_double(s.get(), 2);
     past[name].push_back(v);
     run_times[s.text(0)] = sqlite3_column_double(s.get(), 3);
-    if (name == "coldstart.penalty_ms") penalties.emplace_back(sqlite3_column_double(s.get(), 3), v);
-    if (name == "coldstart.first_request_penalty_ms" || name == "coldstart.baseline_ttft_p50_ms") by_run[s.text(0)][name] = v;
+    if (name == checks::coldstart_metric::penalty_ms.name) penalties.emplace_back(sqlite3_column_double(s.get(), 3), v);
+    if (name == checks::coldstart_metric::first_request_penalty_ms.name || name == checks::coldstart_metric::baseline_ttft_p50_ms.name) by_run[s.text(0)][name] = v;
   }
   if (rc != SQLITE_DONE) return db_error(db_, "cannot read history");
   std::map<std::string, double> out;
@@ -274,10 +277,10 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
     out["history." + prefix + "_median_ms"] = med;
     if (auto c = current.find(metric); c != current.end() && med > 0) out["history." + prefix + "_ratio"] = c->second / med;
   };
-  ratio("baseline.ttft_p50_ms", "ttft_p50");
-  ratio("baseline.tpot_p50_ms", "tpot_p50");
-  ratio("transport.ttfb_p50_ms", "ttfb_p50");
-  if (auto p = past.find("coldstart.penalty_ms"); p != past.end() && !p->second.empty()) {
+  ratio(checks::baseline_metric::ttft_p50_ms.name, "ttft_p50");
+  ratio(checks::baseline_metric::tpot_p50_ms.name, "tpot_p50");
+  ratio(checks::transport_metric::ttfb_p50_ms.name, "ttfb_p50");
+  if (auto p = past.find(checks::coldstart_metric::penalty_ms.name); p != past.end() && !p->second.empty()) {
     out["history.coldstart_penalty_median_ms"] = *stats::median(p->second);
     // When the penalty appeared: the first of the runs since the last one without it.
     double since = -1;
@@ -285,7 +288,7 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
       if (v < kColdPenaltyMs) since = -1;
       else if (since < 0) since = hours_ago;
     }
-    auto c = current.find("coldstart.penalty_ms");
+    auto c = current.find(checks::coldstart_metric::penalty_ms.name);
     const bool now_cold = c != current.end() && c->second >= kColdPenaltyMs;
     const bool ever_warm = std::any_of(penalties.begin(), penalties.end(), [](const auto& pr) { return pr.second < kColdPenaltyMs; });
     if (now_cold && ever_warm) out["history.coldstart_appeared_hours_ago"] = since < 0 ? 0.0 : since;
@@ -295,7 +298,7 @@ core::Result<std::map<std::string, double>> History::compare(const std::map<std:
   // request is one sample a heavy tail can make slow; most runs' first requests slow is a state.
   std::vector<double> first_penalties, cold_penalties;
   const auto add_first = [&](const std::map<std::string, double>& m) {
-    const auto p = m.find("coldstart.first_request_penalty_ms"), b = m.find("coldstart.baseline_ttft_p50_ms");
+    const auto p = m.find(checks::coldstart_metric::first_request_penalty_ms.name), b = m.find(checks::coldstart_metric::baseline_ttft_p50_ms.name);
     if (p == m.end() || b == m.end()) return;
     first_penalties.push_back(p->second);
     if (first_request_cold(p->second, b->second)) cold_penalties.push_back(p->second);

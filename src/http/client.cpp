@@ -13,6 +13,7 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,6 +88,7 @@ struct Transfer {
   bool decided = false;
   std::optional<Error> abort_reason;
   bool finished = false;
+  bool admitted = false;                      // handed to the multi handle (or failed to be)
   std::vector<curl_socket_t> sockets;         // opened for this transfer (several with happy eyeballs)
   SocketLedger* ledger = nullptr;
   curl_socket_t tcp_fd = CURL_SOCKET_BAD;     // the connection it used, once a response byte came
@@ -595,38 +597,86 @@ Response Client::perform(Request& request) {
 }
 
 std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
+  const auto call_start = core::SteadyClock::now();
   std::vector<std::unique_ptr<Transfer>> transfers;
   transfers.reserve(requests.size());
   for (auto& req : requests) {
     auto t = std::make_unique<Transfer>();
     t->req = &req;
-    t->easy = curl_easy_init();
-    if (!t->easy) {
-      t->resp.status = Error{ErrorCode::Internal, "could not create a libcurl handle", {}};
-      transfers.push_back(std::move(t));
-      continue;
-    }
-    setup(*t, impl_->ledger);
-    if (req.tls.resume && impl_->sessions) curl_easy_setopt(t->easy, CURLOPT_SHARE, impl_->sessions);
-    t->arrivals = &impl_->loop.arrivals;
-    curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t.get());
-    t->resp.started_wall = std::chrono::system_clock::now();
-    t->added = core::SteadyClock::now();
-    if (curl_multi_add_handle(impl_->multi, t->easy) != CURLM_OK) {
-      t->resp.status = Error{ErrorCode::Internal, "could not add a libcurl handle", {}};
-      curl_easy_cleanup(t->easy);
-      t->easy = nullptr;
-    }
     transfers.push_back(std::move(t));
   }
+  // The batch's deadline is its first request's timeout from the call's start.
+  const auto batch_deadline = call_start + (requests.empty() ? std::chrono::milliseconds(0) : requests.front().timeout);
+  std::map<int, std::size_t> lane_busy;  // lane -> transfers of it admitted and not yet ended
+  std::size_t next = 0;                  // transfers are admitted in order
+  std::size_t admitted_n = 0;
+  const auto lane_free = [&](const Transfer& t) { return t.req->lane < 0 || lane_busy[t.req->lane] == 0; };
+  const auto admit = [&](Transfer& t, core::SteadyTime now) {
+    Request& req = *t.req;
+    if (t.req->lane >= 0) ++lane_busy[t.req->lane];
+    t.admitted = true;
+    ++admitted_n;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(batch_deadline - now);
+    if (now - call_start >= std::chrono::milliseconds(1))
+      req.timeout = std::max(std::chrono::milliseconds(1), std::min(req.timeout, left));
+    req.connect_timeout = std::min(req.connect_timeout, req.timeout);
+    t.easy = curl_easy_init();
+    if (!t.easy) {
+      t.resp.status = Error{ErrorCode::Internal, "could not create a libcurl handle", {}};
+      return;
+    }
+    setup(t, impl_->ledger);
+    if (req.tls.resume && impl_->sessions) curl_easy_setopt(t.easy, CURLOPT_SHARE, impl_->sessions);
+    t.arrivals = &impl_->loop.arrivals;
+    curl_easy_setopt(t.easy, CURLOPT_PRIVATE, &t);
+    t.resp.started_wall = std::chrono::system_clock::now();
+    t.added = core::SteadyClock::now();
+    t.resp.sent_after = std::chrono::duration_cast<Micros>(t.added - call_start);
+    if (curl_multi_add_handle(impl_->multi, t.easy) != CURLM_OK) {
+      t.resp.status = Error{ErrorCode::Internal, "could not add a libcurl handle", {}};
+      curl_easy_cleanup(t.easy);
+      t.easy = nullptr;
+    }
+  };
+  const auto ended = [&](Transfer& t) {
+    if (t.req->lane >= 0 && lane_busy[t.req->lane] > 0) --lane_busy[t.req->lane];
+  };
+  // Admits, in order, every transfer whose start has come and whose lane is free; a transfer that
+  // could not be added ends at once. The time of the next start that waits, if any.
+  const auto admit_due = [&]() -> std::optional<core::SteadyTime> {
+    for (;;) {
+      const auto now = core::SteadyClock::now();
+      // A transfer admitted out of order (its lane freed before an earlier one's) keeps its
+      // place: the scan skips the admitted ones.
+      while (next < transfers.size() && transfers[next]->admitted) ++next;
+      std::optional<core::SteadyTime> wake;
+      bool added = false;
+      for (std::size_t i = next; i < transfers.size(); ++i) {
+        Transfer& t = *transfers[i];
+        if (t.admitted) continue;
+        const auto due = call_start + t.req->start_after;
+        if (due > now) {
+          if (!wake || due < *wake) wake = due;
+          continue;
+        }
+        if (!lane_free(t)) continue;
+        admit(t, now);
+        added = true;
+        if (!t.easy) ended(t);
+      }
+      if (!added) return wake;
+    }
+  };
 
   // Every transfer carries its own CURLOPT_TIMEOUT_MS, so this loop ends when the slowest one
   // has finished or timed out.
   EventLoop& loop = impl_->loop;
   int running = 0;
+  auto next_start = admit_due();
   curl_multi_socket_action(impl_->multi, CURL_SOCKET_TIMEOUT, 0, &running);
   for (;;) {
     int left = 0;
+    bool any_ended = false;
     while (CURLMsg* msg = curl_multi_info_read(impl_->multi, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
@@ -634,11 +684,33 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       const CURLcode rc = msg->data.result;
       curl_multi_remove_handle(impl_->multi, msg->easy_handle);
       finish(*t, rc, impl_->ledger);
+      ended(*t);
+      any_ended = true;
     }
-    if (running == 0) break;
-    if (core::interrupted()) {
-      // Ctrl-C: every transfer still running ends now, marked as interrupted.
+    if (any_ended || (next_start && core::SteadyClock::now() >= *next_start)) {
+      const std::size_t before = admitted_n;
+      next_start = admit_due();
+      if (admitted_n != before) {
+        // Start the new transfers, then read what that finished before deciding anything.
+        curl_multi_socket_action(impl_->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        continue;
+      }
+    }
+    const bool waiting = admitted_n < transfers.size();
+    if (running == 0 && !waiting) break;
+    // Nothing running, nothing scheduled, and requests waiting on lanes that never free: none
+    // can be sent (a guard; admission frees a lane whenever a transfer of it ends).
+    const bool stuck = waiting && running == 0 && !next_start && !any_ended;
+    if (core::interrupted() || stuck) {
+      // Ctrl-C: every transfer still running ends now, marked as interrupted; those not yet sent
+      // are not sent.
       for (auto& t : transfers) {
+        if (!t->admitted) {
+          t->admitted = true;
+          t->resp.status = stuck ? core::Status(Error{ErrorCode::Internal, "not sent: its lane never freed", {}})
+                                 : core::Status(core::interrupted_error());
+          continue;
+        }
         if (!t->easy || t->finished) continue;
         t->abort_reason = core::interrupted_error();
         curl_multi_remove_handle(impl_->multi, t->easy);
@@ -646,12 +718,15 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
       }
       break;
     }
-    // Wait for a socket, libcurl's timer, or 50 ms (to look at the interrupt flag).
+    // Wait for a socket, libcurl's timer, the next scheduled start, or 50 ms (to look at the
+    // interrupt flag).
     int wait_ms = 50;
-    if (loop.timer) {
-      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*loop.timer - core::SteadyClock::now()).count();
-      wait_ms = static_cast<int>(std::clamp<long long>(ms, 0, 50));
-    }
+    const auto until = [&](core::SteadyTime t) {
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - core::SteadyClock::now()).count();
+      wait_ms = std::min(wait_ms, static_cast<int>(std::clamp<long long>(ms, 0, 50)));
+    };
+    if (loop.timer) until(*loop.timer);
+    if (next_start) until(*next_start);
     epoll_event events[256];
     const int n = ::epoll_wait(loop.epfd, events, 256, wait_ms);
     if (n > 0) loop.arrivals.ready_at = core::SteadyClock::now();

@@ -55,6 +55,13 @@ struct Request {
   std::chrono::milliseconds connect_timeout{10000};
   std::size_t max_body_bytes = 8u << 20;  // cap on a body kept in Response::body
   BodySink* sink = nullptr;  // a 2xx body streams here; otherwise it is kept in Response::body
+  // Within one perform_all: sent no sooner than `start_after` from the call's start (an arrival
+  // schedule), and not before every request ahead of it of the same `lane` has ended (a closed
+  // loop: a lane is one user who asks again as each answer ends). -1: a lane of its own.
+  // `timeout` counts from the request's own start, but never past the call's start plus `timeout`
+  // of the first: a late request does not outlive the batch's deadline.
+  std::chrono::microseconds start_after{0};
+  int lane = -1;
 };
 
 // libcurl's phase timers, each counted from the start of the transfer. Absent when the phase
@@ -85,6 +92,7 @@ struct Response {
   std::string body;           // non-streamed or error body, capped at max_body_bytes
   PhaseTimes times;
   std::chrono::system_clock::time_point started_wall;
+  Micros sent_after{0};       // from the perform_all call's start to this request's start
   core::SteadyTime started;   // steady stamp of libcurl's transfer start (see client.cpp)
   std::optional<Micros> first_byte_at;  // our stamp of the first response byte, from `started`
   std::optional<Micros> request_out_at; // our stamp of the request headers written, from `started`
@@ -139,8 +147,9 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Runs every request in parallel and returns one response per request, in order. Connections
-  // stay cached in this client between calls, so a later request may reuse one.
+  // Runs every request in parallel (each when its start_after and lane admit it) and returns one
+  // response per request, in order. Connections stay cached in this client between calls, so a
+  // later request may reuse one.
   std::vector<Response> perform_all(std::vector<Request>& requests);
   Response perform(Request& request);
 

@@ -5,25 +5,29 @@
 
 #include "api/chat.h"
 #include "core/strings.h"
+#include "results/run_metrics.h"
 
 namespace infdoctor::report {
 
+namespace rm = results::run_metric;
+
 std::string describe_workload(const std::map<std::string, double>& m) {
   const auto get = [&](const char* name) -> std::optional<double> {
-    auto it = m.find(std::string("run.workload_") + name);
+    auto it = m.find(name);
     return it == m.end() ? std::nullopt : std::optional<double>(it->second);
   };
-  const auto prompt = get("prompt_tokens_count"), output = get("output_tokens_count"), streams = get("concurrency_count");
+  const auto prompt = get(rm::workload_prompt_tokens_count), output = get(rm::workload_output_tokens_count),
+             streams = get(rm::workload_concurrency_count);
   if (!prompt || !output || !streams) return {};
   std::string out;
   core::appendf(out, "Priced on a reference request of %.0f prompt and %.0f output tokens at %.0f stream%s", *prompt, *output,
                 *streams, *streams == 1 ? "" : "s");
   std::string terms;
-  for (const auto& [name, label] : {std::pair{"network_ms", "network"}, {"overhead_ms", "overhead"},
-                                    {"prefill_ms", "prefill"}, {"decode_ms", "decode"}})
+  for (const auto& [name, label] : {std::pair{rm::workload_network_ms, "network"}, {rm::workload_overhead_ms, "overhead"},
+                                    {rm::workload_prefill_ms, "prefill"}, {rm::workload_decode_ms, "decode"}})
     if (auto v = get(name)) core::appendf(terms, "%s%s %.0f ms", terms.empty() ? "" : " + ", label, *v);
-  if (auto total = get("total_ms")) core::appendf(out, ": %s = %.0f ms alone", terms.c_str(), *total);
-  if (auto queue = get("queue_ms")) core::appendf(out, ", and %.0f ms waiting for a slot", *queue);
+  if (auto total = get(rm::workload_total_ms)) core::appendf(out, ": %s = %.0f ms alone", terms.c_str(), *total);
+  if (auto queue = get(rm::workload_queue_ms)) core::appendf(out, ", and %.0f ms waiting for a slot", *queue);
   out += " (--workload changes it).";
   return out;
 }
@@ -71,15 +75,18 @@ std::string describe_engine(const nlohmann::json& engine, const std::map<std::st
       return it == m.end() ? std::nullopt : std::optional<double>(it->second);
     };
     std::vector<std::string> parts;
-    if (auto v = get("run.engine_queue_time_mean_ms")) parts.push_back(core::fmt("queued %.0f ms on average", *v));
-    if (auto v = get("run.engine_ttft_mean_ms")) parts.push_back(core::fmt("first token %.0f ms after arrival on average", *v));
+    if (auto v = get(rm::engine_queue_time_mean_ms)) parts.push_back(core::fmt("queued %.0f ms on average", *v));
+    if (auto v = get(rm::engine_ttft_mean_ms)) parts.push_back(core::fmt("first token %.0f ms after arrival on average", *v));
     // Scrapes come between checks, when this run's own requests are done: a count there is others'.
-    if (auto v = get("run.engine_waiting_max_count"); v && *v > 0) parts.push_back(core::fmt("%.0f waiting between checks", *v));
-    if (auto v = get("run.engine_running_max_count"); v && *v > 0) parts.push_back(core::fmt("%.0f running between checks", *v));
-    if (auto v = get("run.engine_kv_cache_usage_max_ratio")) parts.push_back(core::fmt("KV cache at most %.0f %% used", *v * 100));
-    if (auto v = get("run.engine_preemptions_count")) parts.push_back(core::fmt("%.0f preemptions", *v));
-    if (auto v = get("run.engine_prefix_cache_hit_ratio"))
+    if (auto v = get(rm::engine_waiting_max_count); v && *v > 0) parts.push_back(core::fmt("%.0f waiting between checks", *v));
+    if (auto v = get(rm::engine_running_max_count); v && *v > 0) parts.push_back(core::fmt("%.0f running between checks", *v));
+    if (auto v = get(rm::engine_kv_cache_usage_max_ratio)) parts.push_back(core::fmt("KV cache at most %.0f %% used", *v * 100));
+    if (auto v = get(rm::engine_preemptions_count)) parts.push_back(core::fmt("%.0f preemptions", *v));
+    if (auto v = get(rm::engine_prefix_cache_hit_ratio))
       parts.push_back(core::fmt("prefix cache hits %.0f %% of prompt tokens", *v * 100));
+    if (auto v = get(rm::engine_spec_acceptance_ratio))
+      parts.push_back(core::fmt("speculative decoding accepted %.0f %% of ", *v * 100) +
+                      core::count_of(get(rm::engine_spec_draft_tokens_count).value_or(0), "draft token"));
     out = engine.value("engine", std::string("The engine")) + "'s own /metrics (" + std::to_string(scrapes) +
           " scrapes, before and after each check): " + core::join(parts, ", ") + ".\n";
   }

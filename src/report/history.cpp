@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "checks/registry.h"
 #include "core/strings.h"
+#include "results/run_metrics.h"
 
 namespace infdoctor::report {
 namespace {
@@ -52,7 +52,7 @@ std::string render_history(const std::string& file, int schema, const std::vecto
   core::appendf(out, "%s: %zu run(s), schema %d\n\n", file.c_str(), runs.size(), schema);
   // The columns are the metrics declared with one (MetricTags::column), in run order.
   std::vector<checks::MetricInfo> columns;
-  for (const auto& m : checks::all_metrics())
+  for (const auto& m : results::all_metrics())
     if (m.tags.column) columns.push_back(m);
   core::appendf(out, "%-20s %-5s", "started (UTC)", "exit");
   for (const auto& c : columns) core::appendf(out, " %9s", c.tags.column);

@@ -9,6 +9,9 @@
 #include <set>
 #include <tuple>
 
+#include "checks/baseline.h"
+#include "checks/coldstart.h"
+#include "checks/sweep.h"
 #include "core/exit_code.h"
 #include "core/redact.h"
 #include "http/client.h"
@@ -75,7 +78,7 @@ std::optional<double> median_of(const std::vector<const api::RequestSample*>& sa
   return stats::median(v);
 }
 
-// The long tail of a run's metrics, each in the family of its unit: "baseline.ttft_p50_ms" is
+// The long tail of a run's metrics, each in the family of its unit: checks::baseline_metric::ttft_p50_ms.name is
 // infdoctor_check_seconds{check="baseline",name="ttft_p50"} in seconds.
 struct UnitFamily {
   const char* suffix;
@@ -86,6 +89,7 @@ struct UnitFamily {
 constexpr UnitFamily kUnitFamilies[] = {
     {"_ms_per_token", "infdoctor_check_seconds_per_token", 1e-3, "A per-token time of the last run, by check and name."},
     {"_tokens_per_s", "infdoctor_check_tokens_per_second", 1, "A token rate of the last run, by check and name."},
+    {"_requests_per_s", "infdoctor_check_requests_per_second", 1, "A request rate of the last run, by check and name."},
     {"_ms", "infdoctor_check_seconds", 1e-3, "A time the last run measured, by check and name."},
     {"_s", "infdoctor_check_seconds", 1, "A time the last run measured, by check and name."},
     {"_bytes", "infdoctor_check_bytes", 1, "A size the last run measured, by check and name."},
@@ -230,10 +234,10 @@ PromWriter::Family& PromWriter::find(const std::string& name) {
   return families_.back();
 }
 
-void PromWriter::family(const std::string& name, const std::string& type, const std::string& help) {
-  Family& f = find(name);
-  f.type = type;
-  f.help = help;
+void PromWriter::family(const PromFamily& declared) {
+  Family& f = find(declared.name);
+  f.type = declared.type;
+  f.help = declared.help;
 }
 
 void PromWriter::sample(const std::string& family, const Labels& labels, double value, const std::string& suffix) {
@@ -274,37 +278,53 @@ void histogram(PromWriter& w, const std::string& name, const PromWriter::Labels&
   w.sample(name, labels, static_cast<double>(h.count), "_count");
 }
 
+// The run's own families, in the order the exposition declares them.
+constexpr PromFamily kRunFamilies[] = {
+    {"infdoctor_probe_success", "gauge",
+     "1 when the last run measured what it came for (the model answered), 0 when it could not or no run "
+     "has finished yet."},
+    {"infdoctor_probe_duration_seconds", "gauge",
+     "How long the last run took."},
+    {"infdoctor_exit_code", "gauge",
+     "The last run's exit code: 0 healthy, 1 degraded, 2 critical, 3 could not run."},
+    {"infdoctor_last_run_timestamp_seconds", "gauge",
+     "When the last run ended, in Unix seconds."},
+    {"infdoctor_phase_duration_seconds", "gauge",
+     "Median time of each phase of the reference request: dns, connect, tls, server_wait (request sent to "
+     "first byte), first_token (first byte to first token), generation (first to last token)."},
+    {"infdoctor_time_to_first_token_seconds", "histogram",
+     "Time to first token of the reference requests."},
+    {"infdoctor_inter_token_seconds", "histogram",
+     "Gaps between consecutive tokens of the reference requests."},
+    {"infdoctor_prefill_seconds_per_token", "gauge",
+     "Prefill time per prompt token, fitted over the prompt sweep."},
+    {"infdoctor_decode_seconds_per_token", "gauge",
+     "Decode time per output token, fitted over the max_tokens sweep."},
+    {"infdoctor_cold_start_penalty_seconds", "gauge",
+     "Extra time to first token after an idle gap (0 when no gap measured made one)."},
+    {"infdoctor_requests_total", "counter",
+     "Model requests sent, by outcome: ok, rate_limited, limit (a limit the endpoint stated, or the run's "
+     "own deadline), error."},
+    {"infdoctor_tokens_total", "counter",
+     "Tokens the answers' usage counted, by kind: prompt, output, cached, reasoning."},
+    {"infdoctor_finding", "gauge",
+     "1 when the last run found this cause at this scope and severity, else 0; every cause the rules can "
+     "find is present."},
+    {"infdoctor_finding_impact_seconds", "gauge",
+     "Milliseconds, as seconds, that the last run attributes to each cause on the reference request (0 "
+     "when not found)."},
+    {"infdoctor_slo_exceeded", "gauge",
+     "1 when the last run exceeded the --slo limit on this metric, else 0."},
+    {"infdoctor_check_status", "gauge",
+     "Each check of the last run: 0 ok, 1 skipped, 2 error."},
+};
+
 void declare(PromWriter& w) {
-  w.family("infdoctor_probe_success", "gauge",
-           "1 when the last run measured what it came for (the model answered), 0 when it could not or no run has "
-           "finished yet.");
-  w.family("infdoctor_probe_duration_seconds", "gauge", "How long the last run took.");
-  w.family("infdoctor_exit_code", "gauge", "The last run's exit code: 0 healthy, 1 degraded, 2 critical, 3 could not run.");
-  w.family("infdoctor_last_run_timestamp_seconds", "gauge", "When the last run ended, in Unix seconds.");
-  w.family("infdoctor_phase_duration_seconds", "gauge",
-           "Median time of each phase of the reference request: dns, connect, tls, server_wait (request sent to "
-           "first byte), first_token (first byte to first token), generation (first to last token).");
-  w.family("infdoctor_time_to_first_token_seconds", "histogram", "Time to first token of the reference requests.");
-  w.family("infdoctor_inter_token_seconds", "histogram", "Gaps between consecutive tokens of the reference requests.");
-  w.family("infdoctor_prefill_seconds_per_token", "gauge", "Prefill time per prompt token, fitted over the prompt sweep.");
-  w.family("infdoctor_decode_seconds_per_token", "gauge", "Decode time per output token, fitted over the max_tokens sweep.");
-  w.family("infdoctor_cold_start_penalty_seconds", "gauge",
-           "Extra time to first token after an idle gap (0 when no gap measured made one).");
-  w.family("infdoctor_requests_total", "counter", "Model requests sent, by outcome: ok, rate_limited, limit (a limit the "
-                                                  "endpoint stated, or the run's own deadline), error.");
-  w.family("infdoctor_tokens_total", "counter", "Tokens the answers' usage counted, by kind: prompt, output, cached, reasoning.");
-  w.family("infdoctor_finding", "gauge",
-           "1 when the last run found this cause at this scope and severity, else 0; every cause the rules can "
-           "find is present.");
-  w.family("infdoctor_finding_impact_seconds", "gauge",
-           "Milliseconds, as seconds, that the last run attributes to each cause on the reference request (0 when "
-           "not found).");
-  w.family("infdoctor_slo_exceeded", "gauge", "1 when the last run exceeded the --slo limit on this metric, else 0.");
-  w.family("infdoctor_check_status", "gauge", "Each check of the last run: 0 ok, 1 skipped, 2 error.");
-  for (const auto& u : kUnitFamilies) w.family(u.family, "gauge", u.help);
-  w.family(kOtherFamily, "gauge",
-           "Any other measurement of the last run (counts and compound units), by check and name; the name ends in "
-           "its unit.");
+  for (const auto& f : kRunFamilies) w.family(f);
+  for (const auto& u : kUnitFamilies) w.family({u.family, "gauge", u.help});
+  w.family({kOtherFamily, "gauge",
+            "Any other measurement of the last run (counts and compound units), by check and name; the name ends in "
+            "its unit."});
 }
 
 void render_target(PromWriter& w, const PromTarget& t) {
@@ -350,11 +370,11 @@ void render_target(PromWriter& w, const PromTarget& t) {
     if (it == flat.end()) return std::nullopt;
     return it->second;
   };
-  if (auto v = get("sweep.prefill_ms_per_token")) w.sample("infdoctor_prefill_seconds_per_token", labels, *v / 1000.0);
-  if (auto v = get("sweep.decode_ms_per_token")) w.sample("infdoctor_decode_seconds_per_token", labels, *v / 1000.0);
+  if (auto v = get(checks::sweep_metric::prefill_ms_per_token.name)) w.sample("infdoctor_prefill_seconds_per_token", labels, *v / 1000.0);
+  if (auto v = get(checks::sweep_metric::decode_ms_per_token.name)) w.sample("infdoctor_decode_seconds_per_token", labels, *v / 1000.0);
   for (const auto& c : r.checks)
     if (c.id == "coldstart" && c.status == checks::CheckStatus::Ok)
-      w.sample("infdoctor_cold_start_penalty_seconds", labels, get("coldstart.penalty_ms").value_or(0) / 1000.0);
+      w.sample("infdoctor_cold_start_penalty_seconds", labels, get(checks::coldstart_metric::penalty_ms.name).value_or(0) / 1000.0);
 
   // Findings: every (cause, scope, severity) the rules can give, 1 for those this run gave.
   std::set<std::tuple<std::string, std::string, std::string>> domain, fired;
@@ -487,7 +507,7 @@ std::string render_prometheus(const std::vector<PromTarget>& targets, const std:
   PromWriter w;
   declare(w);
   for (const auto& t : targets) render_target(w, t);
-  w.family("infdoctor_build_info", "gauge", "Always 1; the version of infdoctor that measured.");
+  w.family({"infdoctor_build_info", "gauge", "Always 1; the version of infdoctor that measured."});
   w.sample("infdoctor_build_info", PromWriter::Labels{{"version", std::string(core::kVersion)}}, 1);
   return w.text() + extra;
 }

@@ -84,12 +84,19 @@ std::string default_vantage();
 // The module a run's plan amounts to: "quick", "full" or "default".
 std::string module_of(bool quick, bool full);
 
+// A metric family as the exposition declares it: its name, TYPE and HELP.
+struct PromFamily {
+  const char* name;
+  const char* type;  // gauge, counter, histogram
+  const char* help;
+};
+
 // Writes Prometheus text exposition families: each name's HELP and TYPE once, its samples kept
 // together in the order families were first declared (as the format requires).
 class PromWriter {
  public:
   using Labels = std::vector<std::pair<std::string, std::string>>;
-  void family(const std::string& name, const std::string& type, const std::string& help);
+  void family(const PromFamily& declared);
   // A sample of the family declared as `family`; `suffix` is "_bucket", "_sum", "_count" or "".
   void sample(const std::string& family, const Labels& labels, double value, const std::string& suffix = "");
   std::string text() const;

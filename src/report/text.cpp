@@ -7,10 +7,14 @@
 #include "checks/registry.h"
 #include "report/describe.h"
 #include "results/requests.h"
+#include "results/run_metrics.h"
 #include "stats/series.h"
 #include "core/strings.h"
 
 namespace infdoctor::report {
+
+namespace rm = results::run_metric;
+
 namespace {
 
 using nlohmann::json;
@@ -20,7 +24,9 @@ std::string headline_value(const checks::CheckResult& c, const std::string& name
   auto it = c.metrics.find(name);
   if (it == c.metrics.end()) return "-";
   const double v = it->second;
-  const std::string unit = name.substr(name.rfind('_') + 1);
+  // A rate (tokens_per_s, requests_per_s) is no time: its headline names what it counts.
+  const bool rate = name.size() > 6 && name.compare(name.size() - 6, 6, "_per_s") == 0;
+  const std::string unit = rate ? "" : name.substr(name.rfind('_') + 1);
   char buf[64];
   if (percent) std::snprintf(buf, sizeof buf, "%.0f%%", v * 100);
   else if (unit == "count") std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
@@ -92,7 +98,7 @@ void render_table(std::string& out, const checks::Table& t) {
 std::string metric_label(const std::string& name) {
   static const std::map<std::string, std::string> help = [] {
     std::map<std::string, std::string> m;
-    for (const auto& info : checks::all_metrics()) m[info.name] = info.help;
+    for (const auto& info : results::all_metrics()) m[info.name] = info.help;
     return m;
   }();
   const auto it = help.find(name);
@@ -145,7 +151,7 @@ std::string render_text(const results::RunResult& r) {
   out += report::describe_requests(r);
   out += report::describe_engine(r.engine, r.run_metrics);
   // What the rules could not judge for want of samples is said, not left to silence.
-  if (auto n = r.run_metrics.find("run.series_samples_count");
+  if (auto n = r.run_metrics.find(rm::series_samples_count);
       n != r.run_metrics.end() && n->second > 0 && n->second < static_cast<double>(stats::kMinSamples))
     core::appendf(out,
                   "Slowdowns over time not judged: the time series has %.0f requests, %zu are needed (the default "

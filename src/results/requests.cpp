@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "checks/sweep.h"
 #include "core/clock.h"
 #include "http/client.h"
 
@@ -25,9 +26,8 @@ std::string replica_of(const api::RequestSample& s) {
 // 1,000 prompt tokens), so a long prompt's slower decode is not read as a slow moment.
 stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks, const std::string& target) {
   double per_context_token_ms = 0;
-  for (const auto& c : checks)
-    if (auto it = c.metrics.find("decode_context_ms_per_1k_tokens"); c.id == "sweep" && it != c.metrics.end())
-      per_context_token_ms = std::max(0.0, it->second) / 1000.0;
+  if (auto v = checks::metric_of(checks, checks::sweep_metric::decode_context_ms_per_1k_tokens))
+    per_context_token_ms = std::max(0.0, *v) / 1000.0;
   std::vector<stats::SeriesPoint> points;
   for (const auto& c : checks) {
     for (const auto& [s, label] : c.requests) {
@@ -40,7 +40,7 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks,
       if (!at) continue;
       double tpot = *s.tpot_ms;
       if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
-      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s)});
+      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s), stats::speed_turn(s.itl_ms, {api::kStallMinMs, api::kStallOverMedian})});
     }
   }
   return stats::read_series(std::move(points));

@@ -6,6 +6,7 @@
 #include "core/exit_code.h"
 #include "core/json_text.h"
 #include "core/version.h"
+#include "results/run_metrics.h"
 
 namespace infdoctor::results {
 
@@ -72,7 +73,7 @@ int exit_code(const RunResult& r) {
                                      [](const checks::CheckResult& c) { return c.status == checks::CheckStatus::Error; });
   // Failed model requests are measurements of the provider (a 5xx, a timeout): they are diagnosed.
   // Checks that all failed without one could measure nothing.
-  const auto failed = r.run_metrics.find("run.failed_count");
+  const auto failed = r.run_metrics.find(run_metric::failed_count);
   const bool measured_failures = failed != r.run_metrics.end() && failed->second > 0;
   if (!r.interrupted_by.empty() || !r.unreachable.empty() || (!any_ok && any_error && !measured_failures))
     return core::kExitCouldNotRun;

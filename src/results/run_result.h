@@ -49,7 +49,7 @@ core::Result<RunResult> from_json(const nlohmann::json& j);
 
 // The metrics as rules name them: "<check>.<metric>", "run.<metric>" and "history.<metric>".
 std::map<std::string, double> flatten_metrics(const RunResult& r);
-// One metric by the name rules use ("baseline.ttft_p50_ms", "run.failed_count"), without
+// One metric by the name rules use (baseline.ttft_p50_ms, run.failed_count), without
 // flattening the run; nothing when it was not measured.
 std::optional<double> metric(const RunResult& r, const std::string& name);
 

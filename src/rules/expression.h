@@ -1,5 +1,5 @@
 #pragma once
-// A rule expression: muParser parses and evaluates; names may contain dots ("dns.p50_ms").
+// A rule expression: muParser parses and evaluates; names may contain dots (dns.p50_ms).
 // compile() reports the position of a syntax error; variables() lists the names used, so the
 // loader can check each against the metrics the checks declare.
 #include <map>

@@ -336,7 +336,7 @@ std::string describe_impact(const Finding& f, const std::map<std::string, double
     return out;
   }
   // The same choice reference_total_ms made: the workload's total where it was priced.
-  const auto priced = metrics.find("run.workload_total_ms");
+  const auto priced = metrics.find(kReferenceTotalMetric);
   const char* what =
       priced != metrics.end() && priced->second > 0 ? "reference request" : "median request of the baseline";
   const double part = f.share * reference;
@@ -408,6 +408,7 @@ std::string format_metric(const std::string& name, double v) {
     return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   if (ends("_tokens_per_s")) std::snprintf(buf, sizeof buf, "%.0f tokens per second", v);
+  else if (ends("_requests_per_s")) std::snprintf(buf, sizeof buf, "%.1f requests per second", v);
   else if (ends("_ms_per_mb")) std::snprintf(buf, sizeof buf, std::abs(v) >= 100 ? "%.0f ms per MB" : "%.1f ms per MB", v);
   else if (ends("_ms_per_1k_tokens")) std::snprintf(buf, sizeof buf, "%.2f ms per 1,000 tokens", v);
   else if (unit == "s") std::snprintf(buf, sizeof buf, "%.1f s", v);
@@ -456,7 +457,7 @@ void sort_findings(std::vector<Finding>& findings) {
 }
 
 double reference_total_ms(const std::map<std::string, double>& metrics) {
-  for (const char* name : {"run.workload_total_ms", "baseline.total_p50_ms"}) {
+  for (const char* name : {kReferenceTotalMetric, kReferenceFallbackMetric}) {
     const auto it = metrics.find(name);
     if (it != metrics.end() && it->second > 0) return it->second;
   }

@@ -12,8 +12,12 @@
 #include "core/exit_code.h"
 #include "core/json_text.h"
 #include "core/redact.h"
+#include "results/run_metrics.h"
 
 namespace infdoctor::run {
+
+namespace rm = results::run_metric;
+
 namespace {
 
 std::optional<double> get(const std::map<std::string, double>& m, const std::string& k) {
@@ -51,9 +55,9 @@ struct Reference {
 
 Reference reference_of(const std::map<std::string, double>& ma, const std::map<std::string, double>& mb) {
   Reference r;
-  const auto pa = get(ma, "run.workload_prompt_tokens_count"), pb = get(mb, "run.workload_prompt_tokens_count");
-  const auto oa = get(ma, "run.workload_output_tokens_count"), ob = get(mb, "run.workload_output_tokens_count");
-  const auto ta = get(ma, "run.workload_total_ms"), tb = get(mb, "run.workload_total_ms");
+  const auto pa = get(ma, rm::workload_prompt_tokens_count), pb = get(mb, rm::workload_prompt_tokens_count);
+  const auto oa = get(ma, rm::workload_output_tokens_count), ob = get(mb, rm::workload_output_tokens_count);
+  const auto ta = get(ma, rm::workload_total_ms), tb = get(mb, rm::workload_total_ms);
   if (pa && pb && oa && ob && *pa == *pb && *oa == *ob && ta && tb) {
     r.total_a = ta;
     r.total_b = tb;
@@ -86,7 +90,7 @@ Comparison compare_runs(const results::RunResult& ra, const results::RunResult& 
   c.priced_on = ref.what;
   const auto out_tokens = ref.output_tokens;
   // The layers are the metrics their checks tag with one, in run order.
-  for (const auto& m : checks::all_metrics()) {
+  for (const auto& m : results::all_metrics()) {
     if (!m.tags.layer) continue;
     LayerDiff l;
     l.layer = m.tags.layer;

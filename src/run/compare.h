@@ -14,7 +14,7 @@ namespace infdoctor::run {
 
 struct LayerDiff {
   std::string layer;   // "decode per token"
-  std::string metric;  // "baseline.tpot_p50_ms"
+  std::string metric;  // as rules name it: baseline.tpot_p50_ms
   std::string scope;   // where it costs: "every request", "per output token", "new connections", ...
   std::optional<double> a, b, ratio;  // ratio = b / a
   // "yes": the 95 % intervals do not overlap and the values differ by more than 5 %; "no": they

@@ -3,8 +3,12 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "results/run_metrics.h"
 
 namespace infdoctor::run {
+
+namespace rm = results::run_metric;
+
 namespace {
 
 // Each engine's names for the same quantities; "" where it has none.
@@ -20,6 +24,9 @@ struct EngineNames {
   const char* ttft_histogram;   // seconds
   const char* prefix_queries;
   const char* prefix_hits;
+  // Speculative decoding: draft tokens proposed and accepted (counters).
+  const char* spec_draft_tokens = "";
+  const char* spec_accepted_tokens = "";
 };
 
 const std::vector<EngineNames>& engines() {
@@ -27,7 +34,7 @@ const std::vector<EngineNames>& engines() {
       {"vLLM", "vllm", "vllm:", "vllm:num_requests_running", "vllm:num_requests_waiting",
        {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, "vllm:num_preemptions_total",
        "vllm:request_queue_time_seconds", "vllm:time_to_first_token_seconds", "vllm:prefix_cache_queries_total",
-       "vllm:prefix_cache_hits_total"},
+       "vllm:prefix_cache_hits_total", "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total"},
       {"SGLang", "sglang", "sglang:", "sglang:num_running_reqs", "sglang:num_queue_reqs", {"sglang:token_usage"}, "",
        "sglang:queue_time_seconds", "sglang:time_to_first_token_seconds", "", ""},
       {"TGI", "tgi", "tgi_", "tgi_batch_current_size", "tgi_queue_size", {}, "", "tgi_request_queue_duration", "", "", ""},
@@ -79,6 +86,8 @@ std::optional<EngineSnapshot> read_engine(const prom::Exposition& e) {
     }
     s.prefix_queries = named(e, n.prefix_queries);
     s.prefix_hits = named(e, n.prefix_hits);
+    s.spec_draft_tokens = named(e, n.spec_draft_tokens);
+    s.spec_accepted_tokens = named(e, n.spec_accepted_tokens);
     return s;
   }
   return std::nullopt;
@@ -124,31 +133,37 @@ void EngineScraper::scrape(checks::HttpPort& http, const std::string& after) {
 std::map<std::string, double> engine_metrics(const std::vector<EngineSnapshot>& snaps) {
   std::map<std::string, double> m;
   if (snaps.empty()) return m;
-  m["run.engine_scrapes_count"] = static_cast<double>(snaps.size());
+  m[rm::engine_scrapes_count] = static_cast<double>(snaps.size());
   auto most = [&](std::optional<double> EngineSnapshot::*field, const char* name) {
     std::optional<double> best;
     for (const auto& s : snaps)
       if (s.*field) best = std::max(best.value_or(*(s.*field)), *(s.*field));
     if (best) m[name] = *best;
   };
-  most(&EngineSnapshot::waiting, "run.engine_waiting_max_count");
-  most(&EngineSnapshot::running, "run.engine_running_max_count");
-  most(&EngineSnapshot::kv_usage_ratio, "run.engine_kv_cache_usage_max_ratio");
+  most(&EngineSnapshot::waiting, rm::engine_waiting_max_count);
+  most(&EngineSnapshot::running, rm::engine_running_max_count);
+  most(&EngineSnapshot::kv_usage_ratio, rm::engine_kv_cache_usage_max_ratio);
   const EngineSnapshot &first = snaps.front(), &last = snaps.back();
-  if (auto d = delta(first.preemptions, last.preemptions)) m["run.engine_preemptions_count"] = *d;
+  if (auto d = delta(first.preemptions, last.preemptions)) m[rm::engine_preemptions_count] = *d;
   if (auto v = mean_ms(first.queue_sum_s, first.queue_count, last.queue_sum_s, last.queue_count))
-    m["run.engine_queue_time_mean_ms"] = *v;
+    m[rm::engine_queue_time_mean_ms] = *v;
   if (auto v = mean_ms(first.ttft_sum_s, first.ttft_count, last.ttft_sum_s, last.ttft_count))
-    m["run.engine_ttft_mean_ms"] = *v;
+    m[rm::engine_ttft_mean_ms] = *v;
   if (auto q = delta(first.prefix_queries, last.prefix_queries), h = delta(first.prefix_hits, last.prefix_hits); q && h && *q > 0)
-    m["run.engine_prefix_cache_hit_ratio"] = *h / *q;
+    m[rm::engine_prefix_cache_hit_ratio] = *h / *q;
+  if (auto d = delta(first.spec_draft_tokens, last.spec_draft_tokens),
+      a = delta(first.spec_accepted_tokens, last.spec_accepted_tokens);
+      d && a && *d > 0) {
+    m[rm::engine_spec_draft_tokens_count] = *d;
+    m[rm::engine_spec_acceptance_ratio] = *a / *d;
+  }
   // The concurrency check alone: from the scrape before it to the scrape after it.
   for (std::size_t i = 1; i < snaps.size(); ++i) {
     if (snaps[i].after != "concurrency") continue;
     const EngineSnapshot &a = snaps[i - 1], &b = snaps[i];
-    if (auto n = delta(a.queue_count, b.queue_count)) m["run.engine_concurrency_requests_count"] = *n;
+    if (auto n = delta(a.queue_count, b.queue_count)) m[rm::engine_concurrency_requests_count] = *n;
     if (auto v = mean_ms(a.queue_sum_s, a.queue_count, b.queue_sum_s, b.queue_count))
-      m["run.engine_concurrency_queue_time_mean_ms"] = *v;
+      m[rm::engine_concurrency_queue_time_mean_ms] = *v;
   }
   return m;
 }

@@ -22,6 +22,8 @@ struct EngineSnapshot {
   std::optional<double> running, waiting, kv_usage_ratio, preemptions;
   // Histograms' _sum (seconds) and _count, counters of prompt tokens looked up and found cached.
   std::optional<double> queue_sum_s, queue_count, ttft_sum_s, ttft_count, prefix_queries, prefix_hits;
+  // Speculative decoding's counters: draft tokens proposed, and of them accepted (vLLM).
+  std::optional<double> spec_draft_tokens, spec_accepted_tokens;
 };
 
 // Nothing when no engine this knows names its metrics there.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "api/endpoint_spec.h"
+#include "core/digest.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
 #include "core/strings.h"
@@ -86,6 +87,13 @@ std::optional<std::chrono::milliseconds> asked_wait(const api::RequestSample& s,
   return std::nullopt;
 }
 
+// A request sent again goes at once, on no lane: its place in the batch's schedule is past.
+api::ChatRequest unscheduled(api::ChatRequest r) {
+  r.start_after = {};
+  r.lane = -1;
+  return r;
+}
+
 }  // namespace
 
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n) {
@@ -93,16 +101,27 @@ std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint6
   // two requests differ from the word's first characters on: a tokenizer that spells it out
   // piece by piece (byte fallback, short BPE merges) finds no shared prefix in it either. The
   // letter in front keeps it one word in every tokenizer.
-  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  const std::uint64_t z = core::mix64(seed + core::kGoldenGamma * (n + 1));
   char word[40];
   std::snprintf(word, sizeof word, "n%016llx", static_cast<unsigned long long>(z));
   const auto first_end = prompt.find_first_of(" \t\n");
   const auto first_start = prompt.find_first_not_of(" \t\n");
   if (first_start != 0 || first_end == std::string::npos) return std::string(word) + " " + prompt;
   return word + prompt.substr(first_end);
+}
+
+std::string with_shared_prefix(const std::string& prompt, std::uint64_t seed, std::uint64_t n, int shared_words,
+                               std::uint64_t prefix_key) {
+  std::size_t end = 0;  // just after the prefix's last word
+  for (int w = 0; w < shared_words && end < prompt.size(); ++w) {
+    const auto start = prompt.find_first_not_of(" \t\n", end);
+    if (start == std::string::npos) break;
+    end = std::min(prompt.find_first_of(" \t\n", start), prompt.size());
+  }
+  // The prefix's word from a seed of its own, so it never equals a request's word.
+  const std::string prefix = with_nonce(prompt.substr(0, end), seed ^ 0x5bd1e9955bd1e995ull, prefix_key);
+  const auto rest = prompt.find_first_not_of(" \t\n", end);
+  return prefix + " " + with_nonce(rest == std::string::npos ? "" : prompt.substr(rest), seed, n);
 }
 
 core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& ep,
@@ -118,15 +137,15 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     e.message = "the run sends no more model requests: " + e.message;
     return e;
   }
-  if (n > max_requests_ - spent_)
+  if (n > max_requests_ - tally_.spent)
     return core::make_error(ErrorCode::BudgetExhausted, "the request budget is spent",
-                            std::to_string(spent_) + " of " + std::to_string(max_requests_) +
+                            std::to_string(tally_.spent) + " of " + std::to_string(max_requests_) +
                                 " requests sent; this step needs " + std::to_string(n) + " more (--max-requests)");
   if (const auto now = clock_.now(); now < not_before_) {
     if (progress_) progress_("waiting out the provider's Retry-After");
     if (waiting_) waiting_(std::min(not_before_, deadline));
     const auto until = std::min(not_before_, deadline);
-    if (!waiting_for_overload_) retry_wait_ms_ += core::to_ms(core::elapsed_us(now, until));
+    if (!waiting_for_overload_) tally_.retry_wait_ms += core::to_ms(core::elapsed_us(now, until));
     if (!clock_.sleep_until(until)) return core::interrupted_error();
     if (not_before_ > deadline)
       return core::make_error(ErrorCode::DeadlineExceeded, "the provider's Retry-After outlasts the check's deadline");
@@ -140,14 +159,18 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
   };
   bound_to(left);
-  spent_ += n;
+  tally_.spent += n;
   // Every prompt begins with a word no other prompt has, so no two share a prefix: an engine that
   // caches prefixes (llama.cpp's cache_prompt, vLLM's and SGLang's block caches, OpenAI from 1,024
   // tokens) cannot serve a sweep's prompts, each a prefix of the next, from its cache. The nonce
   // replaces the first word, so a prompt keeps its length in words.
+  // A prompt cache's test shares a prefix on purpose: its requests' words follow that prefix. A
+  // body of the user's own goes as it is: what its prefix meets in the cache is part of its cost.
   std::vector<api::ChatRequest> unique = reqs;
   for (auto& r : unique) {
-    r.prompt = with_nonce(r.prompt, nonce_seed_, ++nonces_);
+    if (r.body) continue;
+    r.prompt = r.shared_words > 0 ? with_shared_prefix(r.prompt, nonce_seed_, ++nonces_, r.shared_words, r.prefix_key)
+                                  : with_nonce(r.prompt, nonce_seed_, ++nonces_);
     shape(r);
   }
   const auto first_sent = clock_.now();
@@ -163,15 +186,15 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     for (std::size_t i = 0; i < out.size(); ++i)
       if (!out[i].ok && adapted_to(out[i].refused_parameter)) again.push_back(i);
     const auto left_now = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
-    if (again.empty() || static_cast<int>(again.size()) > max_requests_ - spent_ || left_now <= std::chrono::milliseconds(0))
+    if (again.empty() || static_cast<int>(again.size()) > max_requests_ - tally_.spent || left_now <= std::chrono::milliseconds(0))
       break;
     std::vector<api::ChatRequest> retry;
     for (const auto i : again) {
       if (sample_sink_) sample_sink_(out[i], current_check_);
       shape(unique[i]);
-      retry.push_back(unique[i]);
+      retry.push_back(unscheduled(unique[i]));
     }
-    spent_ += static_cast<int>(again.size());
+    tally_.spent += static_cast<int>(again.size());
     bound_to(left_now);
     auto second = api::run_chats(http_, bounded, retry);
     for (std::size_t k = 0; k < again.size() && k < second.size(); ++k) out[again[k]] = std::move(second[k]);
@@ -187,7 +210,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
       }
   // Successes first: a batch in which any request got through reached the model.
   ok_ += static_cast<int>(std::count_if(out.begin(), out.end(), [](const api::RequestSample& s) { return s.ok; }));
-  for (const auto& s : out) after(ep, s, now_wall);
+  for (std::size_t i = 0; i < out.size(); ++i) after(ep, unique[i], out[i], now_wall);
   return out;
 }
 
@@ -213,14 +236,14 @@ void Pacer::wait_out_loading(api::Endpoint& bounded, const std::vector<api::Chat
     }
     wait = std::max(*wait, std::chrono::milliseconds(250));
     const auto resend_at = clock_.now() + *wait;
-    if (resend_at >= deadline || static_cast<int>(again.size()) > max_requests_ - spent_) return;
+    if (resend_at >= deadline || static_cast<int>(again.size()) > max_requests_ - tally_.spent) return;
     std::vector<api::ChatRequest> retry;
     for (const auto i : again) {
       ++answers[i];
-      ++loading_answers_;
+      ++tally_.loading_answers;
       if (said_first[i].empty()) said_first[i] = out[i].error_message;
       if (sample_sink_) sample_sink_(out[i], current_check_);
-      retry.push_back(sent[i]);
+      retry.push_back(unscheduled(sent[i]));
     }
     if (progress_) progress_("the model is loading: sending again in " + std::to_string(wait->count()) + " ms, as the provider asks");
     if (waiting_) waiting_(resend_at);
@@ -229,7 +252,7 @@ void Pacer::wait_out_loading(api::Endpoint& bounded, const std::vector<api::Chat
     if (left <= std::chrono::milliseconds(0)) return;
     bounded.timeout = std::min(bounded.timeout, left);
     bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
-    spent_ += static_cast<int>(retry.size());
+    tally_.spent += static_cast<int>(retry.size());
     const auto resent = clock_.now();
     auto second = api::run_chats(http_, bounded, retry);
     const double waited_ms = core::to_ms(core::elapsed_us(first_sent, resent));
@@ -239,7 +262,7 @@ void Pacer::wait_out_loading(api::Endpoint& bounded, const std::vector<api::Chat
       s.loading_wait_ms = waited_ms;
       s.loading_answers = answers[again[k]];
       s.loading_said = said_first[again[k]];
-      if (s.ok) loading_wait_max_ms_ = std::max(loading_wait_max_ms_, waited_ms);
+      if (s.ok) tally_.loading_wait_max_ms = std::max(tally_.loading_wait_max_ms, waited_ms);
     }
   }
 }
@@ -261,10 +284,11 @@ void Pacer::shape(api::ChatRequest& r) const {
   for (const auto& a : adaptations_) api::adapt_request(r, a.parameter);
 }
 
-void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall) {
+void Pacer::after(const api::Endpoint& ep, const api::ChatRequest& sent, const api::RequestSample& s,
+                  std::chrono::system_clock::time_point now_wall) {
   if (sample_sink_) sample_sink_(s, current_check_);
-  if (s.cached_tokens && *s.cached_tokens > 0) ++cached_prompts_;
-  if (s.model_loading) ++loading_answers_;  // still loading when the deadline or the budget ended the waiting
+  if (s.cached_tokens && *s.cached_tokens > 0 && sent.shared_words == 0 && !sent.body) ++tally_.cached_prompts;
+  if (s.model_loading) ++tally_.loading_answers;  // still loading when the deadline or the budget ended the waiting
   if (ok_ == 0 && unreachable_.empty()) {
     unreachable_ = unreachable_cause(ep, s);
     if (!unreachable_.empty()) return;  // not the provider's failure: the run never reached it
@@ -273,15 +297,15 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
   // short is the run's own limit. Neither is a failure.
   if (!api::is_failure(s) && !s.ok) return;
   streak_.record(s);
-  if (!s.ok) ++failures_[s.error.empty() ? "unknown" : s.error];
-  if (s.http_status >= 500) ++server_errors_;
+  if (!s.ok) ++tally_.failures[s.error.empty() ? "unknown" : s.error];
+  if (s.http_status >= 500) ++tally_.server_errors;
   if (s.http_status != 429 && s.http_status != 503 && s.http_status != 529) {
     if (s.ok) backoff_ = {};
     return;
   }
-  if (s.http_status == 429) ++rate_limited_;
-  if (s.http_status == 429 && s.quota == "tokens") ++rate_limited_tokens_;
-  if (s.overloaded) ++overloaded_;
+  if (s.http_status == 429) ++tally_.rate_limited;
+  if (s.http_status == 429 && s.quota == "tokens") ++tally_.rate_limited_tokens;
+  if (s.overloaded) ++tally_.overloaded;
   // The provider's Retry-After when it sends one; otherwise a backoff that doubles with every
   // refusal in a row (0.5 s up to 8 s), so a throttled run does not hammer.
   std::optional<std::chrono::milliseconds> wait = asked_wait(s, now_wall);
@@ -290,7 +314,7 @@ void Pacer::after(const api::Endpoint& ep, const api::RequestSample& s, std::chr
                         backoff_.count() == 0 ? std::chrono::milliseconds(500) : backoff_ * 2);
     wait = backoff_;
   }
-  if (s.overloaded) overload_wait_ms_ += static_cast<double>(wait->count());
+  if (s.overloaded) tally_.overload_wait_ms += static_cast<double>(wait->count());
   if (clock_.now() + *wait > not_before_) {
     not_before_ = clock_.now() + *wait;
     waiting_for_overload_ = s.overloaded;

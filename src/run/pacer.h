@@ -28,6 +28,11 @@ std::string failure_line(const api::Endpoint& ep, const api::RequestSample& s);
 // a hash of both, so two requests' words share no leading characters but by chance;
 // a prompt that does not start with a word gets the nonce in front.
 std::string with_nonce(const std::string& prompt, std::uint64_t seed, std::uint64_t n);
+// A prompt whose first `shared_words` words are to be shared by the requests of `prefix_key`:
+// that prefix begins with a word of the run (seed) and the key, the same for every such request
+// and no other, and the request's own word (n) follows it. The length in words is kept.
+std::string with_shared_prefix(const std::string& prompt, std::uint64_t seed, std::uint64_t n, int shared_words,
+                               std::uint64_t prefix_key);
 
 
 class Pacer final : public checks::ModelPort {
@@ -56,26 +61,31 @@ class Pacer final : public checks::ModelPort {
   // The pacer sends nothing more once it is set.
   const std::string& unreachable() const { return unreachable_; }
 
-  int requests_spent() const { return spent_; }
-  int cached_prompt_count() const { return cached_prompts_; }  // answers that reported cached prompt tokens
-  int rate_limited_count() const { return rate_limited_; }
-  // Of those 429s, the ones that named the token quota (api::RequestSample::quota).
-  int rate_limited_tokens_count() const { return rate_limited_tokens_; }
-  // Time spent waiting out Retry-After and backoff after 429s.
-  double retry_wait_ms() const { return retry_wait_ms_; }
-  // Answers that said the provider is overloaded (api::RequestSample::overloaded), and the waits
-  // they asked for (Retry-After, else the backoff), added up: what a client that retries each
-  // refusal pays, whether or not the run had a next request to wait for.
-  int overloaded_count() const { return overloaded_; }
-  double overload_wait_ms() const { return overload_wait_ms_; }
-  // Failed model requests by error token ("timeout", "http_status", ...), and server errors
-  // (HTTP 5xx) among them.
-  const std::map<std::string, int>& failures_by_token() const { return failures_; }
-  int server_error_count() const { return server_errors_; }
-  // 503s that said the model is loading, and the longest any request waited for it to load before
-  // its answer came.
-  int loading_answers() const { return loading_answers_; }
-  double loading_wait_max_ms() const { return loading_wait_max_ms_; }
+  // What the run's model requests came to, counted as they completed.
+  struct Tally {
+    int spent = 0;  // requests sent, each try of each
+    // Answers that reported cached prompt tokens, those of prompts meant to share a prefix and of
+    // the user's own bodies aside.
+    int cached_prompts = 0;
+    // 429s, those of them that named the token quota (api::RequestSample::quota), and the time
+    // spent waiting out Retry-After and backoff after them.
+    int rate_limited = 0, rate_limited_tokens = 0;
+    double retry_wait_ms = 0;
+    // Answers that said the provider is overloaded (api::RequestSample::overloaded), and the waits
+    // they asked for (Retry-After, else the backoff), added up: what a client that retries each
+    // refusal pays, whether or not the run had a next request to wait for.
+    int overloaded = 0;
+    double overload_wait_ms = 0;
+    // Failed model requests by error token ("timeout", "http_status", ...), and server errors
+    // (HTTP 5xx) among them.
+    std::map<std::string, int> failures;
+    int server_errors = 0;
+    // 503s that said the model is loading, and the longest any request waited for it to load
+    // before its answer came.
+    int loading_answers = 0;
+    double loading_wait_max_ms = 0;
+  };
+  const Tally& tally() const { return tally_; }
   // What the run changed in its requests after a 400 refused a parameter (api::refused_parameter),
   // once per parameter; every request after it goes out changed.
   const std::vector<results::Adaptation>& adaptations() const { return adaptations_; }
@@ -90,17 +100,13 @@ class Pacer final : public checks::ModelPort {
                         std::vector<api::RequestSample>& out, core::SteadyTime first_sent, core::SteadyTime deadline);
   static constexpr int kLoadingRounds = 60;
   bool adapted_to(const std::string& parameter) const;
-  void after(const api::Endpoint& ep, const api::RequestSample& s, std::chrono::system_clock::time_point now_wall);
+  void after(const api::Endpoint& ep, const api::ChatRequest& sent, const api::RequestSample& s,
+             std::chrono::system_clock::time_point now_wall);
 
   core::Clock& clock_;
   int max_requests_;
   http::Client http_;
-  int spent_ = 0;
-  int rate_limited_ = 0;
-  int rate_limited_tokens_ = 0;
-  double retry_wait_ms_ = 0;
-  int overloaded_ = 0;
-  double overload_wait_ms_ = 0;
+  Tally tally_;
   bool waiting_for_overload_ = false;  // the wait under way was asked for by an overloaded answer
   SampleSink sample_sink_;
   std::function<void(const std::string&)> progress_;
@@ -108,12 +114,7 @@ class Pacer final : public checks::ModelPort {
   std::string current_check_;
   core::SteadyTime not_before_{};
   std::chrono::milliseconds backoff_{0};
-  std::map<std::string, int> failures_;
-  int server_errors_ = 0;
-  int cached_prompts_ = 0;
   std::vector<results::Adaptation> adaptations_;
-  int loading_answers_ = 0;
-  double loading_wait_max_ms_ = 0;
   std::uint64_t nonce_seed_ = std::random_device{}();
   std::uint64_t nonces_ = 0;
   int ok_ = 0;

@@ -1,7 +1,25 @@
 #include "run/plan.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 
+#include "checks/baseline.h"
+#include "checks/cache.h"
+#include "checks/coldstart.h"
+#include "checks/concurrency.h"
+#include "checks/dns.h"
+#include "checks/path.h"
+#include "checks/replay.h"
+#include "checks/serialization.h"
+#include "checks/load.h"
+#include "checks/soak.h"
+#include "checks/sweep.h"
+#include "checks/transport.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "stats/series.h"
@@ -9,41 +27,44 @@
 namespace infdoctor::run {
 namespace {
 
-using Settings = std::vector<std::pair<std::string, std::string>>;
+using Settings = std::vector<std::pair<const checks::Setting*, std::string>>;
 
 // Settings of the two profiles; the sweep flags and --set come after and win.
 const Settings kQuick = {
-    {"dns.samples", "3"},
-    {"path.samples", "5"},
-    {"path.max_hops", "12"},
-    {"path.probes_per_hop", "1"},
-    {"transport.samples", "3"},
-    {"coldstart.idle_gaps", "0,1,3"},
-    {"coldstart.baseline_samples", "2"},
-    {"baseline.samples", "3"},
-    {"baseline.max_tokens", "32"},
-    {"sweep.prompt_tokens", "64,512,2048"},
-    {"sweep.max_tokens", "1,16,64"},
-    {"sweep.repeats", "1"},
-    {"serialization.sizes_kb", "1,256,1024"},
-    {"serialization.repeats", "1"},
-    {"serialization.max_tokens", "16"},
-    {"concurrency.levels", "1,2,4,8"},
-    {"concurrency.max_tokens", "16"},
+    {&checks::dns_setting::samples, "3"},
+    {&checks::path_setting::samples, "5"},
+    {&checks::path_setting::max_hops, "12"},
+    {&checks::path_setting::probes_per_hop, "1"},
+    {&checks::transport_setting::samples, "3"},
+    {&checks::coldstart_setting::idle_gaps, "0,1,3"},
+    {&checks::coldstart_setting::baseline_samples, "2"},
+    {&checks::baseline_setting::samples, "3"},
+    {&checks::baseline_setting::max_tokens, "32"},
+    {&checks::sweep_setting::prompt_tokens, "64,512,2048"},
+    {&checks::sweep_setting::max_tokens, "1,16,64"},
+    {&checks::sweep_setting::repeats, "1"},
+    {&checks::cache_setting::repeats, "2"},
+    {&checks::cache_setting::idle_gaps, "5"},
+    {&checks::serialization_setting::sizes_kb, "1,256,1024"},
+    {&checks::serialization_setting::repeats, "1"},
+    {&checks::serialization_setting::max_tokens, "16"},
+    {&checks::concurrency_setting::levels, "1,2,4,8"},
+    {&checks::concurrency_setting::max_tokens, "16"},
 };
 const Settings kFull = {
-    {"dns.samples", "10"},
-    {"path.samples", "20"},
-    {"transport.samples", "10"},
-    {"coldstart.idle_gaps", "0,5,30,60,120,300"},
-    {"coldstart.baseline_samples", "5"},
-    {"baseline.samples", "10"},
-    {"sweep.prompt_tokens", "64,512,2048,8192,32768"},
-    {"sweep.max_tokens", "1,32,128,512,1024"},
-    {"sweep.repeats", "3"},
-    {"serialization.repeats", "3"},
-    {"concurrency.levels", "1,2,4,8,16,32,64"},
-    {"concurrency.rounds", "2"},
+    {&checks::dns_setting::samples, "10"},
+    {&checks::path_setting::samples, "20"},
+    {&checks::transport_setting::samples, "10"},
+    {&checks::coldstart_setting::idle_gaps, "0,5,30,60,120,300"},
+    {&checks::coldstart_setting::baseline_samples, "5"},
+    {&checks::baseline_setting::samples, "10"},
+    {&checks::sweep_setting::prompt_tokens, "64,512,2048,8192,32768"},
+    {&checks::sweep_setting::max_tokens, "1,32,128,512,1024"},
+    {&checks::sweep_setting::repeats, "3"},
+    {&checks::cache_setting::idle_gaps, "10,60,300,600"},
+    {&checks::serialization_setting::repeats, "3"},
+    {&checks::concurrency_setting::levels, "1,2,4,8,16,32,64"},
+    {&checks::concurrency_setting::rounds, "2"},
 };
 
 bool is_registered(const std::string& id) {
@@ -53,94 +74,165 @@ bool is_registered(const std::string& id) {
 
 }  // namespace
 
+core::Result<std::string> read_body(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return core::make_error(core::ErrorCode::InvalidArgument, "--body " + path + ": cannot read it");
+    text << in.rdbuf();
+  }
+  if (text.str().find_first_not_of(" \t\r\n") == std::string::npos)
+    return core::make_error(core::ErrorCode::InvalidArgument, "--body " + path + ": it is empty");
+  return text.str();
+}
+
 core::Result<RunPlan> make_plan(const PlanOptions& o) {
+  namespace cs = checks::concurrency_setting;
   if (o.quick && o.full) return core::make_error(core::ErrorCode::InvalidArgument, "--quick and --full exclude each other");
   RunPlan plan;
   plan.check_ids = core::split(o.checks);
-  if (plan.check_ids.empty()) {
-    for (const auto& e : checks::registry())
-      if (e.id != "soak" || o.soak_minutes > 0) plan.check_ids.push_back(e.id);
-  }
-  for (const auto& [k, v] : o.quick ? kQuick : (o.full ? kFull : Settings{})) plan.options.set(k, v);
-  const std::pair<const char*, const std::string*> lists[] = {{"sweep.prompt_tokens", &o.prompt_tokens},
-                                                              {"sweep.max_tokens", &o.max_tokens},
-                                                              {"coldstart.idle_gaps", &o.idle_gaps},
-                                                              {"concurrency.levels", &o.concurrency}};
-  for (const auto& [key, value] : lists)
-    if (!value->empty()) plan.options.set(key, *value);
-  if (o.max_concurrency > 0) plan.options.set("concurrency.max_streams", std::to_string(o.max_concurrency));
-  if (o.soak_minutes > 0) plan.options.set("soak.minutes", std::to_string(o.soak_minutes));
+  for (const auto& [s, v] : o.quick ? kQuick : (o.full ? kFull : Settings{})) plan.options.set(*s, v);
+  const std::pair<const checks::Setting*, const std::string*> lists[] = {
+      {&checks::sweep_setting::prompt_tokens, &o.prompt_tokens},
+      {&checks::sweep_setting::max_tokens, &o.max_tokens},
+      {&checks::coldstart_setting::idle_gaps, &o.idle_gaps},
+      {&cs::levels, &o.concurrency}};
+  for (const auto& [s, value] : lists)
+    if (!value->empty()) plan.options.set(*s, *value);
+  if (o.max_concurrency > 0) plan.options.set(cs::max_streams, std::to_string(o.max_concurrency));
+  if (o.soak_minutes > 0) plan.options.set(checks::soak_setting::minutes, checks::format_number(o.soak_minutes));
   plan.check_timeout = std::chrono::seconds(static_cast<long long>(o.check_timeout_s));
-  if (!o.resolvers.empty()) plan.options.set("dns.resolvers", core::join(o.resolvers, ","));
-  if (o.no_system_resolvers) plan.options.set("dns.system", "0");
-  if (o.max_hops > 0) plan.options.set("path.max_hops", std::to_string(o.max_hops));
+  if (!o.resolvers.empty()) plan.options.set(checks::dns_setting::resolvers, core::join(o.resolvers, ","));
+  if (o.no_system_resolvers) plan.options.set(checks::dns_setting::system, "0");
+  if (o.max_hops > 0) plan.options.set(checks::path_setting::max_hops, std::to_string(o.max_hops));
+  // A capped list the user gave (its flag or --set) is held to its cap; values from a default or a
+  // profile above the cap are left out (the lowest value the cap allows, when none is left).
+  std::set<std::string> lists_given;
+  for (const auto& [s, value] : lists)
+    if (!value->empty()) lists_given.insert(s->key);
   for (const auto& kv : o.sets) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos)
       return core::make_error(core::ErrorCode::InvalidArgument, "--set wants CHECK.NAME=VALUE, got '" + kv + "'");
     plan.options.set(kv.substr(0, eq), kv.substr(eq + 1));
+    lists_given.insert(kv.substr(0, eq));
+  }
+  for (const auto& e : checks::registry())
+    for (const auto& s : e.info->settings) {
+      if (!s.capped_by || lists_given.count(s.key)) continue;
+      const std::string* cap_text = plan.options.given(*s.capped_by);
+      if (!cap_text || !checks::setting_problem(*s.capped_by, *cap_text).empty()) continue;
+      const double cap = std::strtod(cap_text->c_str(), nullptr);
+      const std::string* values = plan.options.given(s);
+      std::vector<std::string> kept;
+      for (const auto& v : core::split(values ? *values : s.def))
+        if (std::strtod(v.c_str(), nullptr) <= cap) kept.push_back(v);
+      plan.options.set(s, kept.empty() ? checks::format_number(cap) : core::join(kept, ","));
+    }
+  if (!o.body.empty()) {
+    auto text = read_body(o.body);
+    if (!text.ok()) return text.error();
+    plan.options.set(checks::replay_setting::body, text.value());
   }
   auto workload = parse_workload(o.workload);
   if (!workload.ok()) return workload.error();
   plan.workload = workload.value();
-  if (!o.workload.empty()) plan.options.set("sweep.workload_prompt_tokens", std::to_string(plan.workload.prompt_tokens));
-  if (auto st = validate(plan); !st.ok()) return st.error();
+  namespace ls = checks::load_setting;
+  const auto unless_given = [&](const checks::Setting& s, const std::string& v) {
+    if (!plan.options.given(s)) plan.options.set(s, v);
+  };
+  // A size the workload gives, within what the setting takes (a workload's empty prompt is one
+  // token to a check that sends it).
+  const auto sized = [](const checks::Setting& s, int v) {
+    return checks::format_number(std::clamp(static_cast<double>(v), s.lo, s.hi));
+  };
+  if (!o.workload.empty()) {
+    plan.options.set(checks::sweep_setting::workload_prompt_tokens, std::to_string(plan.workload.prompt_tokens));
+    unless_given(ls::prompt_tokens, sized(ls::prompt_tokens, plan.workload.prompt_tokens));
+    unless_given(ls::max_tokens, sized(ls::max_tokens, plan.workload.output_tokens));
+    // A soak on the workload's own request: its drift is the one the workload meets.
+    namespace ss = checks::soak_setting;
+    unless_given(ss::prompt_tokens, sized(ss::prompt_tokens, plan.workload.prompt_tokens));
+    unless_given(ss::max_tokens, sized(ss::max_tokens, plan.workload.output_tokens));
+  }
+  // The load check's goodput counts a request as meeting the user's --slo when it is within the
+  // limits --slo sets on the reference request's TTFT, time per token and end-to-end time.
+  std::map<const checks::Setting*, double> limits;  // the least limit given for each
+  for (const auto& item : core::split(o.slo)) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) continue;  // parse_slos says what is wrong with it
+    std::string name = item.substr(0, eq);
+    if (name.rfind("baseline.", 0) == 0) name = name.substr(9);
+    const checks::Setting* s = name == "ttft_p50_ms" || name == "ttft_p90_ms" ? &ls::slo_ttft_ms
+                               : name == "tpot_p50_ms"                        ? &ls::slo_tpot_ms
+                               : name == "total_p50_ms"                       ? &ls::slo_total_ms
+                                                                              : nullptr;
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str() + eq + 1, &end);
+    if (!s || *end != '\0' || end == item.c_str() + eq + 1 || !(v >= 0)) continue;  // parse_slos names a bad one
+    limits[s] = limits.count(s) ? std::min(limits[s], v) : v;
+  }
+  for (const auto& [s, v] : limits) unless_given(*s, checks::format_number(v));
+  if (auto st = prepare(plan); !st.ok()) return st.error();
+  // A body is for the replay check: --checks without it would leave the body unsent, unsaid.
+  if (!o.body.empty() && std::none_of(plan.checks.begin(), plan.checks.end(), [](const auto& c) {
+        return c->info().id == "replay";
+      }))
+    return core::make_error(core::ErrorCode::InvalidArgument,
+                            "--body is sent by the replay check, which --checks leaves out: add replay to --checks");
   return plan;
 }
 
-core::Status validate(const RunPlan& plan) {
+core::Status prepare(RunPlan& plan) {
   std::vector<std::string> problems;
   const std::string known = core::join_by(checks::registry(), ", ", [](const checks::CheckEntry& e) { return e.id; });
   for (const auto& id : plan.check_ids)
-    if (!is_registered(id)) problems.push_back("unknown check '" + id + "' (known: " + known + ")");
-  // Options of unknown checks are typos, not silently ignored settings.
-  for (const auto& key : plan.options.keys())
-    if (key.find('.') == std::string::npos || !is_registered(key.substr(0, key.find('.'))))
-      problems.push_back("option '" + key + "' names no check (write CHECK.NAME=VALUE)");
-  // Every check's constructor reads and checks its options, selected or not: a bad value is a
-  // mistake either way.
-  for (const auto& e : checks::registry()) (void)e.make(plan.options);
-  for (const auto& err : plan.options.errors()) problems.push_back(err);
-  const auto& asked = plan.options.asked();
-  for (const auto& key : plan.options.keys()) {
-    if (asked.count(key) || key.find('.') == std::string::npos) continue;
-    const std::string check = key.substr(0, key.find('.') + 1);
-    std::vector<std::string> settings;
-    for (const auto& a : asked)
-      if (a.rfind(check, 0) == 0) settings.push_back(a.substr(check.size()));
-    if (!settings.empty())
-      problems.push_back("'" + key + "' is no setting of that check (its settings: " + core::join(settings) + ")");
+    if (!is_registered(id.substr(id.rfind('+', 0) == 0 ? 1 : 0)))
+      problems.push_back("unknown check '" + id + "' (known: " + known + ")");
+  // Every setting given is checked against its declaration, its check selected or not: a bad value
+  // is a mistake either way, and a key no check declares is a typo.
+  for (auto& p : checks::setting_problems(plan.options)) problems.push_back(std::move(p));
+  if (!problems.empty())
+    return core::make_error(core::ErrorCode::InvalidArgument, "invalid configuration", core::join(problems, "\n"));
+  // Each check the run takes is made once, here: the plan, --dry-run and the run read the same one.
+  // Named ones only; or, when every name is +ID or none is given, the default ones and those added.
+  plan.checks.clear();
+  const auto named = [&](const std::string& id) {
+    return std::find(plan.check_ids.begin(), plan.check_ids.end(), id) != plan.check_ids.end();
+  };
+  const bool defaults = std::all_of(plan.check_ids.begin(), plan.check_ids.end(),
+                                    [](const std::string& id) { return id.rfind('+', 0) == 0; });
+  for (const auto& e : checks::registry()) {
+    const bool by_default =
+        !e.info->opt_in && (!e.info->off_unless || plan.options.on(*e.info->off_unless));
+    if (named(e.id) || named("+" + e.id) || (defaults && by_default)) plan.checks.push_back(e.make(plan.options));
   }
-  if (problems.empty()) return {};
-  return core::make_error(core::ErrorCode::InvalidArgument, "invalid configuration", core::join(problems, "\n"));
-}
-
-std::vector<const checks::CheckEntry*> selected(const RunPlan& plan) {
-  std::vector<const checks::CheckEntry*> out;
-  for (const auto& e : checks::registry())
-    if (plan.check_ids.empty() ||
-        std::find(plan.check_ids.begin(), plan.check_ids.end(), e.id) != plan.check_ids.end())
-      out.push_back(&e);
-  return out;
+  // What a check found wrong beyond its settings' declarations (a body that is not JSON).
+  if (!plan.options.errors().empty())
+    return core::make_error(core::ErrorCode::InvalidArgument, "invalid configuration", core::join(plan.options.errors(), "\n"));
+  return {};
 }
 
 std::vector<PlannedStep> planned_steps(const RunPlan& plan, const checks::Models& models) {
   std::vector<PlannedStep> out;
-  for (const auto* e : selected(plan)) {
-    const auto steps = e->make(plan.options)->plan();
-    if (steps.empty()) out.push_back({e->id, {"off", 0}, "", ""});
+  for (const auto& check : plan.checks) {
+    const std::string& id = check->info().id;
+    const auto steps = check->plan();
+    if (steps.empty()) out.push_back({id, {"off", 0}, "", ""});
     for (const auto& st : steps) {
       if (st.requests == 0) {
-        out.push_back({e->id, st, "", ""});
+        out.push_back({id, st, "", ""});
         continue;
       }
       if (models.target.empty()) {
-        out.push_back({e->id, {"", 0}, "", "no --model"});
+        out.push_back({id, {"", 0}, "", "no --model"});
         break;
       }
       const bool small = st.model == "small";
       if (small && (models.small.empty() || models.small == models.target)) continue;
-      out.push_back({e->id, st, small ? models.small : models.target, ""});
+      out.push_back({id, st, small ? models.small : models.target, ""});
     }
   }
   return out;
@@ -213,6 +305,32 @@ std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpo
   core::appendf(out, "budget: %d (--max-requests)%s\n", max_requests,
       sum.requests > max_requests ? "; the run would stop checks once it is spent" : "");
   if (const auto blind = series_blind_spot(steps); !blind.empty()) core::appendf(out, "this plan: %s\n", blind.c_str());
+  return out;
+}
+
+std::string settings_text() {
+  const auto profile = [](const Settings& settings, const checks::Setting& s) -> std::string {
+    for (const auto& [d, v] : settings)
+      if (std::string_view(d->key) == s.key) return v;
+    return "";
+  };
+  std::string out =
+      "Every check's settings, as --set CHECK.NAME=VALUE gives them (--set comes last and wins over a profile\n"
+      "and the flags named beside a setting). What --quick and --full change is shown beside the default.\n";
+  for (const auto& e : checks::registry()) {
+    const std::string off = e.info->off_unless ? std::string(" (off unless ") + e.info->off_unless->key + " is given)"
+                            : e.info->opt_in ? " (only when --checks names it: --checks +" + e.id + " adds it)"
+                                             : "";
+    core::appendf(out, "\n%s: %s%s\n", e.id.c_str(), e.info->title.c_str(), off.c_str());
+    for (const auto& s : e.info->settings) {
+      const std::string def = *s.def ? s.def : "(none)";
+      const std::string quick = profile(kQuick, s), full = profile(kFull, s);
+      core::appendf(out, "  %-30s default %s", s.key, def.c_str());
+      if (!quick.empty()) core::appendf(out, ", --quick %s", quick.c_str());
+      if (!full.empty()) core::appendf(out, ", --full %s", full.c_str());
+      core::appendf(out, "\n      %s; %s\n", s.help, checks::setting_accepts(s).c_str());
+    }
+  }
   return out;
 }
 

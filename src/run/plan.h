@@ -3,6 +3,7 @@
 // settings (a profile first, then the sweep flags, then --set), and every step each check will
 // take. The plan line printed before a run and `--dry-run` are both read from planned_steps().
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,16 @@ struct PlanOptions {
   std::vector<std::string> sets;  // CHECK.NAME=VALUE
   double check_timeout_s = 120;
   std::string workload;  // --workload prompt=P,output=O,concurrency=C
+  std::string body;      // --body FILE ("-": standard input): bodies of the user's own, for the replay check
+  std::string slo;       // --slo NAME=LIMIT,...: the limits a load level's goodput counts requests against
 };
 
 struct RunPlan {
-  std::vector<std::string> check_ids;  // empty: every registered check
+  // Ids named by --checks; empty, or each +ID: the checks on by default and those added.
+  std::vector<std::string> check_ids;
   checks::Options options;
+  // The checks the run takes, in run order, each made once from `options` by prepare().
+  std::vector<std::shared_ptr<const checks::Check>> checks;
   std::chrono::seconds check_timeout{120};
   // The whole run's deadline (0: none): a check that would start after it is skipped, and one in
   // flight ends at it. The exporter bounds a scheduled run by the target's interval.
@@ -39,15 +45,16 @@ struct RunPlan {
   Workload workload;  // the reference request findings are priced on
 };
 
+// The text of the bodies --body names: a file, or standard input for "-"; an error when it cannot
+// be read or is empty.
+core::Result<std::string> read_body(const std::string& path);
+
 // The plan the options ask for, validated; every problem in the error's detail, one a line.
 core::Result<RunPlan> make_plan(const PlanOptions& o);
 
-// Validates the plan (unknown check ids, bad options) before anything is sent; every problem is
-// in the error's detail, one per line.
-core::Status validate(const RunPlan& plan);
-
-// The registry's entries the plan runs, in run order.
-std::vector<const checks::CheckEntry*> selected(const RunPlan& plan);
+// Validates the plan (unknown check ids, settings against their declarations) before anything is
+// sent, every problem in the error's detail, one per line; then makes the checks it takes.
+core::Status prepare(RunPlan& plan);
 
 // One step as this run will take it: a network step, a model request step with the model's
 // name, or a check that will be skipped and why.
@@ -68,6 +75,9 @@ checks::Cost planned_cost(const std::vector<PlannedStep>& steps);
 // ..." when it sends fewer requests than the time series needs; empty when it sends enough.
 std::string series_blind_spot(const std::vector<PlannedStep>& steps);
 std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests);
+// Every check's settings from their declarations: default, what the profiles set, what each does
+// and accepts (`run --settings`).
+std::string settings_text();
 // Every step with its model, prompt and output tokens, and the total: `--dry-run`'s report.
 std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpoint& ep, int max_requests);
 

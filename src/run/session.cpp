@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "api/endpoint_spec.h"
+#include "checks/coldstart.h"
 #include "core/message.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
@@ -68,7 +69,7 @@ void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& s
   bc.repro.clear();
   if (cause == "cold_start") {
     const auto* c = check("coldstart");
-    const auto threshold = metric(r, "coldstart.threshold_s");
+    const auto threshold = metric(r, checks::coldstart_metric::threshold_s.name);
     if (c && threshold) {
       const int words = step_words("coldstart", "target");
       double warm = 0, cold = 0;
@@ -319,7 +320,7 @@ int Session::finish(results::RunResult& r) {
     t.run = &r;
     t.exit_code = code;
     t.run_seconds = std::chrono::duration<double>(core::real_clock().now() - measure_started_).count();
-    t.finished_at_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    t.finished_at_s = core::unix_seconds_now();
     t.rules = &rules_;
     for (const auto& slo : slos_) t.slo_metrics.push_back(slo.metric);
     // Counters go on from what the last run left where this one goes.

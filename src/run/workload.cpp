@@ -8,21 +8,25 @@
 #include <optional>
 
 #include "api/openai.h"
+#include "checks/baseline.h"
+#include "checks/concurrency.h"
+#include "checks/path.h"
+#include "checks/sweep.h"
 #include "core/strings.h"
+#include "results/run_metrics.h"
 
 namespace infdoctor::run {
+
+namespace rm = results::run_metric;
+
 namespace {
 
 constexpr const char* kWant = "--workload wants prompt=P,output=O,concurrency=C (any of them), e.g. prompt=1024,output=128";
 
-std::optional<double> metric(const std::vector<checks::CheckResult>& checks, const std::string& check,
-                             const std::string& name) {
-  for (const auto& c : checks) {
-    if (c.id != check) continue;
-    auto it = c.metrics.find(name);
-    if (it != c.metrics.end() && std::isfinite(it->second)) return it->second;
-  }
-  return std::nullopt;
+// A check's metric, when it is a finite number.
+std::optional<double> metric(const std::vector<checks::CheckResult>& checks, const checks::MetricKey& m) {
+  const auto v = checks::metric_of(checks, m);
+  return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
 // The concurrency check's mean wait at the level nearest `streams` (the lower one on a tie); at
@@ -72,45 +76,45 @@ core::Result<Workload> parse_workload(const std::string& text) {
 std::map<std::string, double> price_workload(const Workload& w, const std::vector<checks::CheckResult>& checks) {
   std::map<std::string, double> out;
   const double prompt = w.prompt_tokens, output = w.output_tokens;
-  out["run.workload_prompt_tokens_count"] = prompt;
-  out["run.workload_output_tokens_count"] = output;
+  out[rm::workload_prompt_tokens_count] = prompt;
+  out[rm::workload_output_tokens_count] = output;
   int streams = w.concurrency;
-  if (streams == 0) streams = static_cast<int>(metric(checks, "concurrency", "max_level_count").value_or(1));
-  out["run.workload_concurrency_count"] = streams;
+  if (streams == 0) streams = static_cast<int>(metric(checks, checks::concurrency_metric::max_level_count).value_or(1));
+  out[rm::workload_concurrency_count] = streams;
   // Its request body as the run would send it: the per-megabyte costs are priced on these bytes.
   api::ChatRequest body;
   body.prompt = api::synthetic_prompt(w.prompt_tokens);
   body.max_tokens = w.output_tokens;
-  out["run.workload_body_bytes"] = static_cast<double>(api::build_chat_body(body).size());
+  out[rm::workload_body_bytes] = static_cast<double>(api::build_chat_body(body).size());
 
-  const auto rtt = metric(checks, "path", "tcp_rtt_p50_ms");
-  if (rtt) out["run.workload_network_ms"] = *rtt;
+  const auto rtt = metric(checks, checks::path_metric::tcp_rtt_p50_ms);
+  if (rtt) out[rm::workload_network_ms] = *rtt;
   // The first token: the prefill fit at P where the sweep ran, else the baseline's short prompt.
   std::optional<double> first;
   // Where TTFT grew faster than a line, the sweep's curve: each prompt token costs more the longer
   // the prompt, (b + growth x P / 1000) x P.
-  const auto growth = metric(checks, "sweep", "prefill_growth_ms_per_1k_tokens");
-  const auto slope = growth ? metric(checks, "sweep", "prefill_quad_ms_per_token") : metric(checks, "sweep", "prefill_ms_per_token");
-  const auto intercept = growth ? metric(checks, "sweep", "prefill_quad_overhead_ms") : metric(checks, "sweep", "prefill_overhead_ms");
+  const auto growth = metric(checks, checks::sweep_metric::prefill_growth_ms_per_1k_tokens);
+  const auto slope = growth ? metric(checks, checks::sweep_metric::prefill_quad_ms_per_token) : metric(checks, checks::sweep_metric::prefill_ms_per_token);
+  const auto intercept = growth ? metric(checks, checks::sweep_metric::prefill_quad_overhead_ms) : metric(checks, checks::sweep_metric::prefill_overhead_ms);
   if (slope && intercept) {
     const double prefill = std::max(0.0, *slope + growth.value_or(0.0) * prompt / 1000.0) * prompt;
-    out["run.workload_prefill_ms"] = prefill;
-    out["run.workload_overhead_ms"] = std::max(0.0, *intercept - rtt.value_or(0.0));
+    out[rm::workload_prefill_ms] = prefill;
+    out[rm::workload_overhead_ms] = std::max(0.0, *intercept - rtt.value_or(0.0));
     first = std::max(0.0, *intercept) + prefill;
-  } else if (auto t = metric(checks, "baseline", "ttft_p50_ms")) {
+  } else if (auto t = metric(checks, checks::baseline_metric::ttft_p50_ms)) {
     first = *t;
   }
   std::optional<double> decode;
-  if (auto tpot = metric(checks, "baseline", "tpot_p50_ms")) {
-    const double growth = std::max(0.0, metric(checks, "sweep", "decode_context_ms_per_1k_tokens").value_or(0.0));
+  if (auto tpot = metric(checks, checks::baseline_metric::tpot_p50_ms)) {
+    const double growth = std::max(0.0, metric(checks, checks::sweep_metric::decode_context_ms_per_1k_tokens).value_or(0.0));
     const double at_context = *tpot + growth * prompt / 1000.0;
-    out["run.workload_tpot_ms_per_token"] = at_context;
+    out[rm::workload_tpot_ms_per_token] = at_context;
     decode = at_context * std::max(0.0, output - 1);
-    out["run.workload_decode_ms"] = *decode;
+    out[rm::workload_decode_ms] = *decode;
   }
   const auto queue = queue_wait_at(checks, streams);
-  if (queue) out["run.workload_queue_ms"] = *queue;
-  if (first && decode) out["run.workload_total_ms"] = *first + *decode;
+  if (queue) out[rm::workload_queue_ms] = *queue;
+  if (first && decode) out[rm::workload_total_ms] = *first + *decode;
   return out;
 }
 

@@ -32,7 +32,7 @@ struct Workload {
 // "prompt=1024,output=128,concurrency=4", any of the three; empty gives the defaults.
 core::Result<Workload> parse_workload(const std::string& text);
 
-// The terms as run metrics ("run.workload_decode_ms", ...): the shape always, each term when what
+// The terms as run metrics (results/run_metrics.h, workload_*): the shape always, each term when what
 // it reads was measured, the total when the first token and the decode were.
 std::map<std::string, double> price_workload(const Workload& w, const std::vector<checks::CheckResult>& checks);
 

@@ -15,6 +15,50 @@ double wilson_low(double k, double n) {
   return std::max(0.0, (p + z * z / (2 * n) - z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n));
 }
 
+namespace {
+
+// The mean of gaps with the shortest and longest quarters (at least one) left out.
+double interquartile_mean(std::vector<double> gaps) {
+  std::sort(gaps.begin(), gaps.end());
+  const std::size_t cut = std::max<std::size_t>(1, gaps.size() / 4);
+  double sum = 0;
+  for (std::size_t i = cut; i + cut < gaps.size(); ++i) sum += gaps[i];
+  return sum / static_cast<double>(gaps.size() - 2 * cut);
+}
+
+// A stretch's pace: the mean of its gaps, each stall (a gap over the stall bar against the pace)
+// counted at the pace instead. The first pace is the interquartile mean; the mean then, twice:
+// stalls that came close together (a burst of loss) can fill more than a quarter of a short
+// stretch. A mean and not a median, since events that arrive together (a pair: 0, then twice the
+// gap; a clump after a lost segment came again) keep the time they span.
+double pace(std::vector<double> gaps, const StallBar& stall) {
+  double p = interquartile_mean(gaps);
+  for (int pass = 0; pass < 2; ++pass) {
+    const double bar = std::max(stall.min_ms, stall.over * p);
+    double sum = 0;
+    for (const double g : gaps) sum += g >= bar ? p : g;
+    p = sum / static_cast<double>(gaps.size());
+  }
+  return p;
+}
+
+}  // namespace
+
+std::optional<double> speed_turn(const std::vector<double>& gaps, const StallBar& stall) {
+  if (gaps.size() < 2 * kTurnMinGaps) return std::nullopt;
+  // Splits from kTurnMinGaps in, about 32 of them on a long stream.
+  const std::size_t last = gaps.size() - kTurnMinGaps, step = std::max<std::size_t>(1, (last - kTurnMinGaps) / 32);
+  std::optional<double> turn;
+  for (std::size_t k = kTurnMinGaps; k <= last; k += step) {
+    const auto at = gaps.begin() + static_cast<std::ptrdiff_t>(k);
+    const double before = pace({gaps.begin(), at}, stall), after = pace({at, gaps.end()}, stall);
+    if (!(before > 0) || !(after > 0)) continue;
+    const double r = after / before;
+    if (!turn || std::abs(std::log(r)) > std::abs(std::log(*turn))) turn = r;
+  }
+  return turn;
+}
+
 SeriesReading read_series(std::vector<SeriesPoint> points) {
   SeriesReading out;
   points.erase(std::remove_if(points.begin(), points.end(), [](const SeriesPoint& p) { return !(p.tpot_ms > 0); }),
@@ -43,6 +87,8 @@ SeriesReading read_series(std::vector<SeriesPoint> points) {
     const double t = typical[p.model];
     const bool slow = by_model[p.model].size() >= 3 && p.tpot_ms >= kSlowFactor * t;
     if (!p.id.empty()) (slow ? out.slow_ids : out.usual_ids).push_back(p.id);
+    out.turned_slow += p.turn && *p.turn >= kSlowFactor;
+    out.turned_fast += p.turn && *p.turn <= 1 / kSlowFactor;
     if (!p.replica.empty()) {
       ++out.replicas[p.replica].requests;
       if (slow) ++out.replicas[p.replica].slow;

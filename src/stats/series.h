@@ -18,6 +18,13 @@
 //   follows the clock (a neighbour's burst) makes far fewer runs than that; slowness that follows
 //   the request (one slow replica behind a balancer) makes about as many. Per model: two models
 //   are often served apart, each with its own neighbours.
+//   turns: a request whose stream changed pace by kSlowFactor or more in mid-stream (before and
+//   after the split that differ most, each side kTurnMinGaps gaps or more) turned slow or turned
+//   fast. A request stays on the replica that took it, so a replica's slowness never turns a
+//   stream; a neighbour's burst begins and ends on the clock, inside whichever requests are
+//   streaming then. A side's pace is the mean of its gaps between content events, each stall
+//   (a lost segment, a pause: a gap over the stall bar against the pace) counted at the pace:
+//   events that arrive together keep the time they span, and a stall does not move it.
 //   replicas: points that carry the replica that served them are counted per replica. A slow
 //   replica makes most of its requests slow and the others no more than a tail; a neighbour's
 //   bursts fall on every replica alike.
@@ -35,6 +42,7 @@ struct SeriesPoint {
   double tpot_ms = 0;
   std::string id;       // the request id the provider sent, if any
   std::string replica;  // the replica that served it, as a header named it ("x-served-by replica-2")
+  std::optional<double> turn;  // speed_turn of its stream's gaps
 };
 
 struct ReplicaCount {
@@ -58,6 +66,7 @@ struct SeriesReading {
   std::optional<double> runs_expected, runs_sd;
   std::optional<double> slow_factor;  // median over slow requests of tpot / their model's reference
   std::vector<std::string> slow_ids, usual_ids;  // request ids in start order, where sent
+  std::size_t turned_slow = 0, turned_fast = 0;  // requests whose stream turned, each way
   std::map<std::string, ReplicaCount> replicas;  // by the replica a header named
   // With two named replicas or more: the share of slow requests on the replica with the most of
   // them, and the 95 % lower bound (Wilson) of that share over the other replicas' requests.
@@ -69,6 +78,16 @@ double wilson_low(double k, double n);
 
 inline constexpr double kSlowFactor = 2.0;
 inline constexpr std::size_t kMinSamples = 20;
+inline constexpr std::size_t kTurnMinGaps = 12;
+
+// A stall: a gap of at least min_ms and `over` times the stream's pace (api/sample.h sets them).
+struct StallBar {
+  double min_ms = 0;
+  double over = 0;
+};
+// A stream's pace after its turn over its pace before (above): above 1 it slowed down. Nothing
+// under twice kTurnMinGaps gaps.
+std::optional<double> speed_turn(const std::vector<double>& gaps, const StallBar& stall);
 
 SeriesReading read_series(std::vector<SeriesPoint> points);
 

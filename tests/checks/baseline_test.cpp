@@ -69,7 +69,7 @@ TEST_CASE("a request cut short by the check's own deadline is the run's limit, n
   CHECK_FALSE(api::is_failure(s));
   CHECK(test::metric(c, "failures_count") == 0);
   REQUIRE(pacer != nullptr);
-  CHECK(pacer->failures_by_token().empty());
+  CHECK(pacer->tally().failures.empty());
 }
 
 TEST_CASE("baseline: without a small model there are no ratios, and it says why") {

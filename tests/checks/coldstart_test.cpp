@@ -136,7 +136,7 @@ TEST_CASE("coldstart: a 429 with Retry-After: 2 delays the next request by at le
   REQUIRE(served.size() >= 2);
   CHECK(served[0].status == 429);
   CHECK(served[1].arrived - served[0].arrived >= std::chrono::seconds(2));
-  CHECK(pacer->rate_limited_count() == 1);
+  CHECK(pacer->tally().rate_limited == 1);
   CHECK(c.status == checks::CheckStatus::Ok);
 }
 

@@ -91,7 +91,7 @@ TEST_CASE("dns: the run goes on after a failed lookup") {
   plan.options.set("dns.resolvers", r.address());
   plan.options.set("dns.system", "0");
   plan.options.set("dns.samples", "1");
-  REQUIRE(run::validate(plan).ok());
+  REQUIRE(run::prepare(plan).ok());
   auto target = checks::parse_target("https://gone.lab.test/v1");
   REQUIRE(target.ok());
   api::Endpoint ep;

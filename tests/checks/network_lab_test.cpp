@@ -73,6 +73,12 @@ nlohmann::json run_in(const Lab& lab, std::vector<std::string> args, bool unpriv
   return j;
 }
 
+// A planted delay is a floor the wire cannot undercut (less a millisecond of clock granularity);
+// what the userspace wire adds on top grows with the machine's load, so the ceiling is wider.
+bool near_planted(double measured, double planted_ms) {
+  return measured >= planted_ms - 1.0 && measured <= planted_ms + 6.0;
+}
+
 double m(const nlohmann::json& j, const std::string& check, const std::string& metric) {
   const auto& v = j["checks"][check]["metrics"][metric];
   REQUIRE_MESSAGE(v.is_number(), check << "." << metric << " missing: " << j["checks"][check].dump());
@@ -95,8 +101,8 @@ TEST_CASE("lab: 20 ms one-way on the last link is 40 ms of RTT, connect and TLS,
                         false, &rc);
   CHECK(rc == 0);
   CHECK(j["checks"]["dns"]["details"]["addresses"] == nlohmann::json({Lab::kServerIp}));
-  CHECK(std::abs(m(j, "path", "tcp_rtt_p50_ms") - 40.0) < 3.0);
-  CHECK(std::abs(m(j, "transport", "connect_p50_ms") - 40.0) < 3.0);
+  CHECK(near_planted(m(j, "path", "tcp_rtt_p50_ms"), 40.0));
+  CHECK(near_planted(m(j, "transport", "connect_p50_ms"), 40.0));
   // TLS 1.3: one more round trip (ClientHello -> ServerHello .. Finished), plus crypto time.
   CHECK(m(j, "transport", "tls13_ratio") == 1);
   CHECK(m(j, "transport", "tls_p50_ms") >= 38.0);
@@ -109,10 +115,10 @@ TEST_CASE("lab: 20 ms one-way on the last link is 40 ms of RTT, connect and TLS,
   CHECK(hops["table"][0]["address"] == Lab::kRouterIp);
   CHECK(hops["table"][0]["p50_ms"].get<double>() < 3.0);
   CHECK(hops["table"][1]["address"] == Lab::kServerIp);
-  CHECK(std::abs(hops["table"][1]["p50_ms"].get<double>() - 40.0) < 3.0);
+  CHECK(near_planted(hops["table"][1]["p50_ms"].get<double>(), 40.0));
   CHECK(m(j, "path", "hops_count") == 2);
   // The client's namespace allows no unprivileged ICMP, but root may use a raw socket.
-  CHECK(std::abs(m(j, "path", "icmp_rtt_p50_ms") - 40.0) < 3.0);
+  CHECK(near_planted(m(j, "path", "icmp_rtt_p50_ms"), 40.0));
   CHECK(lab.packets_forwarded() > 0);
 }
 
@@ -136,7 +142,7 @@ TEST_CASE("lab: no route, refused port and ICMP not permitted are statuses with 
                                 "path,transport", "--set", "path.samples=3", "--set", "path.trace=off", "--set",
                                 "transport.samples=1"});
     CHECK(j["checks"]["path"]["status"] == "ok");  // a reset is an answer: the round trip is measured
-    CHECK(std::abs(m(j, "path", "tcp_rtt_p50_ms") - 10.0) < 3.0);
+    CHECK(near_planted(m(j, "path", "tcp_rtt_p50_ms"), 10.0));
     CHECK(j["checks"]["path"]["details"]["addresses"][0]["tcp"]["failures"]["connect_refused"] == 3);
     CHECK(j["checks"]["transport"]["status"] == "error");
   }

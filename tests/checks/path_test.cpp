@@ -38,10 +38,10 @@ TEST_CASE("path: bad settings are configuration errors before anything runs") {
   checks::Options o;
   o.set("path.trace", "icmp");
   o.set("path.samples", "-3");
-  (void)checks::make_path_check(o);
-  REQUIRE(o.errors().size() == 2);
-  CHECK(o.errors()[0].find("path.samples") != std::string::npos);
-  CHECK(o.errors()[1].find("path.trace: 'icmp' is not one of udp, tcp, off") != std::string::npos);
+  const auto problems = checks::setting_problems(o);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0] == "path.samples: '-3' is not a whole number in [1, 1000]");
+  CHECK(problems[1] == "path.trace: 'icmp' is not one of udp, tcp, off");
 }
 
 }  // namespace infdoctor

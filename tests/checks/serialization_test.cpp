@@ -51,7 +51,7 @@ TEST_CASE("serialization: a body limit (413) is recorded and stayed under, and n
   CHECK(test::metric(c, "body_limit_bytes") < 300000);  // the 256 KB body, the first refused
   CHECK(test::metric(c, "largest_body_bytes") < 200000);
   CHECK(test::metric(c, "failures_count") == 0);
-  CHECK(pacer->failures_by_token().empty());
+  CHECK(pacer->tally().failures.empty());
   std::size_t at_one_mb = 0;
   for (const auto& s : server->served()) at_one_mb += s.body_bytes > 1000000;
   CHECK(at_one_mb == 0);  // nothing larger than the limit was sent after it

@@ -54,7 +54,7 @@ TEST_CASE("sweep: --max-requests is never exceeded") {
   CHECK(c.status == checks::CheckStatus::Error);
   CHECK(c.error == "budget_exhausted");
   CHECK(server->served().size() == 5);
-  CHECK(pacer->requests_spent() == 5);
+  CHECK(pacer->tally().spent == 5);
 }
 
 }  // namespace infdoctor
@@ -84,7 +84,7 @@ TEST_CASE("sweep: an engine that caches prompt prefixes does not fool the prefil
     REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
     INFO("planted " << slope << " ms/token, block " << block);
     CHECK(test::metric(c, "prefill_ms_per_token") == doctest::Approx(slope).epsilon(0.10));
-    CHECK(pacer->cached_prompt_count() == 0);  // nothing was served from the cache
+    CHECK(pacer->tally().cached_prompts == 0);  // nothing was served from the cache
     for (const auto& [s, _] : c.requests) CHECK(s.cached_tokens.value_or(-1) == 0);  // the fake reports 0 cached
   }
 }
@@ -127,8 +127,30 @@ TEST_CASE("sweep: a prompt longer than the model's context is a recorded limit, 
   CHECK(test::metric(c, "refused_prompt_tokens_count") == 8192);
   CHECK(test::metric(c, "max_prompt_tokens_count") == 2048);
   CHECK(test::metric(c, "failures_count") == 0);
-  CHECK(pacer->failures_by_token().empty());
+  CHECK(pacer->tally().failures.empty());
   for (const auto& s : server->served()) CHECK(s.body_bytes < 100000);  // the 16384-token prompt was never sent
+}
+
+TEST_CASE("the shared prefix: the same for one key and no other, the request's own word after it, the length kept") {
+  const std::string prompt = api::synthetic_prompt(80);
+  const auto words = [](const std::string& p) { return std::count(p.begin(), p.end(), ' '); };
+  const auto head = [](const std::string& p, int n) {  // the first n words
+    std::size_t at = 0;
+    for (int i = 0; i < n; ++i) at = p.find(' ', at + 1);
+    return p.substr(0, at);
+  };
+  const std::string a1 = run::with_shared_prefix(prompt, 0xabcdef12, 1, 64, 1);
+  const std::string a2 = run::with_shared_prefix(prompt, 0xabcdef12, 2, 64, 1);
+  const std::string b3 = run::with_shared_prefix(prompt, 0xabcdef12, 3, 64, 2);
+  const std::string other_run = run::with_shared_prefix(prompt, 0x12345678, 4, 64, 1);
+  CHECK(words(a1) == words(prompt));
+  CHECK(head(a1, 64) == head(a2, 64));             // one key: one prefix
+  CHECK(head(a1, 65) != head(a2, 65));             // then each request's own word
+  CHECK(a1.substr(0, 3) != b3.substr(0, 3));       // another key differs from its first word on
+  CHECK(a1.substr(0, 3) != other_run.substr(0, 3));  // another run's prefix too
+  CHECK(head(a1, 64).substr(a1.find(' ')) == head(prompt, 64).substr(prompt.find(' ')));  // the words after the first kept
+  // Its words are not a nonce of the run's requests: those replace a prompt's first word with another seed's word.
+  CHECK(a1.substr(0, a1.find(' ')) != run::with_nonce(prompt, 0xabcdef12, 1).substr(0, a1.find(' ')));
 }
 
 }  // namespace infdoctor

@@ -152,7 +152,7 @@ TEST_CASE("exit 64: a wrong command line is named, with a suggestion and the com
       {"a typo of a nested command", {"rules", "chek", "rules"}, "unknown command 'chek'; did you mean check?",
        "(see 'infdoctor rules --help')"},
       {"a setting no check has", {"run", "--base-url", url, "--model", "m", "--set", "transport.sample=3"},
-       "'transport.sample' is no setting of that check (its settings: max_addresses, path, samples)", "(see 'infdoctor run --help')"},
+       "'transport.sample' is no setting of that check (its settings: samples, max_addresses, path)", "(see 'infdoctor run --help')"},
       {"a negative limit, caught by --dry-run", {"run", "--base-url", url, "--model", "m", "--slo", "ttft_p50_ms=-5", "--dry-run"},
        "--slo: '-5' is not a limit", "(see 'infdoctor run --help')"},
       {"an unknown limit, with the names there are", {"run", "--base-url", url, "--model", "m", "--slo", "ttfx=5", "--dry-run"},

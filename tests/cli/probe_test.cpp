@@ -27,6 +27,32 @@ net::CommandResult probe(std::vector<std::string> args, const std::string& key_e
 
 }  // namespace
 
+TEST_CASE("probe --body: the user's own body goes as it is, its model or --model's, and its prompt is counted as sent") {
+  test::FakeProcess fake(R"({"models": {"gpt-4o": {"overhead_ms": 40, "prefill_ms_per_token": 0.5, "decode_ms_per_token": 5},
+                              "gpt-4o-mini": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
+  REQUIRE(fake.ok());
+  std::string system;
+  for (int i = 0; i < 400; ++i) system += "rule" + std::to_string(i % 20) + " ";
+  const nlohmann::json body = {{"model", "gpt-4o"},
+                               {"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", "why so slow"}}}},
+                               {"max_tokens", 12}};
+  test::TempFile file(body.dump() + "\n{\"messages\": []}\n", "body.jsonl");  // the first of JSON Lines
+  auto r = probe({"--base-url", fake.base_url(), "--body", file.path(), "--json"});
+  CHECK(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["prompt_tokens"] == 403);
+  CHECK(j["output_tokens"] == 12);
+  CHECK(j["ttft_ms"].get<double>() == doctest::Approx(40 + 0.5 * 403).epsilon(0.15));  // the prefill of the body's prompt
+  r = probe({"--base-url", fake.base_url(), "--body", file.path(), "--model", "gpt-4o-mini", "--json"});
+  CHECK(r.exit_code == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["ttft_ms"].get<double>() < 40);  // the small model answered
+  test::TempFile bad("{\"prompt\": \"a completions request\"}", "bad.json");
+  r = probe({"--base-url", fake.base_url(), "--body", bad.path()});
+  CHECK(r.exit_code == 64);
+  CHECK(r.err.find("its first body is not a chat or messages request") != std::string::npos);
+}
+
 TEST_CASE("probe --json against the fake provider, with a key the server requires") {
   test::FakeProcess fake(std::string(R"({"api_key": ")") + kCanary +
                          R"(", "models": {"m": {"overhead_ms": 120, "decode_ms_per_token": 10, "timing_headers": true}}})");

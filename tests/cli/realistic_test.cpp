@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "net/subprocess.h"
@@ -312,25 +314,48 @@ TEST_CASE("realistic: one slow replica of three is named by its interleaving, wi
                    << "; where: " << where);
 }
 
-TEST_CASE("realistic: a neighbour's bursts behind the same three replicas stay a noisy neighbour") {
-  // Slowness that follows the clock: for slow_for of every slow_every seconds, every replica, each
-  // model at its own phase. The replicas are all alike here (a factor of 1). Bursts as neighbours
-  // make them, long enough to hold several of a model's requests: shorter ones make runs of one or
-  // two slow requests, as chance does (rules/README.md, replica.slow_replica).
-  const double every = draw(22, 30), during = draw(10, 14), factor = draw(2.5, 4);
-  MESSAGE("planted: for " << during << " s of every " << every << " s, " << factor << " times slower");
+namespace {
+// Slowness that follows the clock: for `during` of every `every` seconds on each model at its own
+// phase, `factor` times slower, behind three replicas all alike (a factor of 1), named in `header`
+// or not. The baseline alone, 24 requests a model unless said. The run must call it a neighbour
+// and never a replica; the metrics are returned for the test's own reading.
+nlohmann::json neighbour_run(double every, double during, double factor, const std::string& header, int samples = 24) {
+  MESSAGE("planted: for " << during << " s of every " << every << " s, " << factor << " times slower, replicas "
+                          << (header.empty() ? "unnamed" : "named in " + header));
   const std::string burst = R"(, "slow_every_s": )" + std::to_string(every) + R"(, "slow_for_s": )" + std::to_string(during) +
                             R"(, "slow_factor": )" + std::to_string(factor);
-  const auto j = replica_run(1, "x-served-by", burst, 24);
+  auto j = replica_run(1, header, burst, samples);
   CAPTURE(findings_of(j));
-  const auto& m = j["run"]["metrics"];
-  CAPTURE(m.dump());
+  CAPTURE(j["run"]["metrics"].dump());
   const auto top = top_cause(j);
   REQUIRE_FALSE(top.is_null());
   CHECK(top["cause"] == "noisy_neighbour");
   for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "slow_replica");
+  const auto& m = j["run"]["metrics"];
   MESSAGE("found " << top["rule"] << ": " << m["slow_runs_count"] << " runs of slow requests where chance makes "
-                   << m["slow_runs_expected_count"] << " (sd " << m["slow_runs_sd_count"] << ")");
+                   << m["slow_runs_expected_count"] << " (sd " << m["slow_runs_sd_count"] << "); streams turned slow "
+                   << m["turned_slow_count"] << ", fast " << m["turned_fast_count"]);
+  return j;
+}
+}  // namespace
+
+TEST_CASE("realistic: a neighbour's bursts behind the same three replicas stay a noisy neighbour") {
+  // Bursts as neighbours make them, long enough to hold several of a model's requests: their
+  // slow requests come in fewer runs than chance makes, and every replica has its share.
+  neighbour_run(draw(22, 30), draw(10, 14), draw(2.5, 4), "x-served-by");
+}
+
+TEST_CASE("realistic: a neighbour's bursts as short as the answers are told from a replica by the streams they turn") {
+  // Bursts of 3-4 s every 6-8 s over answers of 1.5 s (4-6 s when slowed): each burst holds one
+  // or two of a model's requests, so their order looks like chance (stats/series_test.cpp), and no
+  // replica is named. The bursts begin and end inside streams: those turn. At 3-4 times slower for
+  // 40-65 % of the time the slow requests clear noisy.slow_periods' share (one in twenty at 95 %);
+  // shorter, shallower bursts slow too few requests in full to be a finding at all (2.4 s of every
+  // 9.4 s at 2.8 times: 8 % slow, its bound 3 %), whichever cause they would be.
+  // 36 requests a model: about twenty burst edges, enough that two fall inside streams.
+  const auto j = neighbour_run(draw(6, 8), draw(3, 4), draw(3, 4), "", 36);
+  const auto& m = j["run"]["metrics"];
+  CHECK(m["turned_slow_count"].get<double>() + m["turned_fast_count"].get<double>() >= 2);
 }
 
 TEST_CASE("realistic: a tokens-per-minute quota that long prompts meet is named as the token quota, with the workload's need") {
@@ -396,6 +421,124 @@ TEST_CASE("realistic: a healthy linear prefill with jitter draws no curve") {
   CAPTURE(j["checks"]["sweep"]["metrics"].dump());
   CHECK_FALSE(j["checks"]["sweep"]["metrics"].contains("prefill_growth_ms_per_1k_tokens"));
   for (const auto& f : j["diagnosis"]) CHECK(f["rule"] != "prefill.long_context");
+}
+
+namespace {
+
+// The baseline and the cache check against a healthy pair whose target's prefill costs `prefill`
+// ms a token, with the prefix cache `cache` planted ("" for none).
+nlohmann::json cache_run(double prefill, const std::string& cache) {
+  auto server = test::start_fake(healthy_pair("Llama-3.3-70B-Instruct", "Llama-3.2-3B-Instruct",
+                                              R"(, "prefill_ms_per_token": )" + std::to_string(prefill) + cache));
+  return run_pair(*server, "Llama-3.3-70B-Instruct", "Llama-3.2-3B-Instruct",
+                  {"--checks", "baseline,cache", "--set", "baseline.samples=4", "--set", "cache.idle_gaps=1.5,7"});
+}
+
+}  // namespace
+
+TEST_CASE("realistic: a prompt cache that lets a prefix go after seconds idle is named, one that keeps it is not, none at all is") {
+  const double prefill = draw(0.1, 0.3);
+  const double ttl = draw(2.5, 5);
+  MESSAGE("planted: prefill " << prefill << " ms a token, a cache of 16-token blocks gone after " << ttl << " s idle");
+  const auto gone = cache_run(prefill, R"(, "prefix_cache_block_tokens": 16, "prefix_cache_ttl_s": )" + std::to_string(ttl));
+  CAPTURE(findings_of(gone));
+  const auto& m = gone["checks"]["cache"]["metrics"];
+  CAPTURE(m.dump());
+  auto top = top_cause(gone);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["rule"] == "cache.short_lived");
+  CHECK(top["cause"] == "prefill_bound");
+  CHECK(top["impact_ms"].get<double>() == doctest::Approx(prefill * 2048).epsilon(0.15));
+  CHECK(m["held_s"].get<double>() == doctest::Approx(1.5).epsilon(0.2));
+  CHECK(m["gone_s"].get<double>() == doctest::Approx(7).epsilon(0.1));
+  MESSAGE("found " << top["rule"] << " at " << top["impact_ms"] << " ms (planted " << prefill * 2048 << "), held after "
+                   << m["held_s"] << " s, gone after " << m["gone_s"] << " s");
+
+  const auto kept = cache_run(prefill, R"(, "prefix_cache_block_tokens": 16)");
+  CAPTURE(findings_of(kept));
+  CHECK(top_cause(kept).is_null());
+  CHECK(kept["checks"]["cache"]["metrics"]["hit_ratio"] == 1);
+  CHECK(kept["checks"]["cache"]["metrics"]["held_s"].get<double>() == doctest::Approx(7).epsilon(0.1));
+
+  const auto none = cache_run(prefill, "");
+  CAPTURE(findings_of(none));
+  top = top_cause(none);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["rule"] == "cache.never_hits");
+  CHECK(top["confidence"].get<double>() == doctest::Approx(0.9));  // the fake's usage says 0 cached
+  // The fresh prefix's first token over the short baseline prompt's: the prefill of 2,064 - 32 tokens.
+  CHECK(top["impact_ms"].get<double>() == doctest::Approx(prefill * (2064 - 32)).epsilon(0.15));
+  MESSAGE("never hit: " << top["rule"] << " at " << top["impact_ms"] << " ms (planted " << prefill * 2032 << ")");
+}
+
+namespace {
+
+// `infdoctor run --checks baseline,replay --body FILE` against a healthy pair whose target's
+// prefill costs `prefill` ms a token, its prompt cache planted by `cache`; the body a system prompt
+// of `system` tokens before 150 of the user's, the last a customer's words. The bundle goes to
+// `bundle`.
+nlohmann::json replay_run(double prefill, int system, const std::string& cache, const std::string& bundle) {
+  auto server = test::start_fake(
+      healthy_pair("gpt-4o", "gpt-4o-mini", R"(, "prefill_ms_per_token": )" + std::to_string(prefill) + cache));
+  std::string sys, user;
+  for (int i = 0; i < system; ++i) sys += (i ? " policy" : "policy") + std::to_string(i % 50);
+  for (int i = 0; i < 149; ++i) user += "case" + std::to_string(i % 30) + " ";
+  user += "CUSTOMER-ZEBRA-4417";  // what a user's customer wrote: it must stay on this machine
+  const nlohmann::json body = {{"model", "gpt-4o"},
+                               {"messages", {{{"role", "system"}, {"content", sys}}, {{"role", "user"}, {"content", user}}}},
+                               {"max_tokens", 64}};
+  test::TempFile file(body.dump() + "\n", "body.json");
+  return run_pair(*server, "gpt-4o", "gpt-4o-mini", {"--checks", "baseline,replay", "--body", file.path(), "--bundle", bundle});
+}
+
+nlohmann::json finding(const nlohmann::json& j, const std::string& rule) {
+  for (const auto& f : j["diagnosis"])
+    if (f["rule"] == rule) return f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("realistic: your own request replayed: its system prompt named and priced, cached or not, the body kept on the machine") {
+  const double prefill = draw(0.1, 0.3);
+  const int system = static_cast<int>(draw(4000, 9000));
+  MESSAGE("planted: a system prompt of " << system << " tokens before 150 of the user's, prefill " << prefill
+                                         << " ms a token");
+  test::TempFile dir("", "unused");
+  const std::string bundle = dir.dir() + "/bundle";
+  const auto cached = replay_run(prefill, system, R"(, "prefix_cache_block_tokens": 16)", bundle);
+  CAPTURE(findings_of(cached));
+  CAPTURE(cached["checks"]["replay"]["metrics"].dump());
+  CHECK(top_cause(cached).is_null());  // warm, the request pays only its question
+  const auto note = finding(cached, "replay.prefix_cached");
+  REQUIRE_FALSE(note.is_null());
+  CHECK(note["impact_ms"].get<double>() == doctest::Approx(prefill * system).epsilon(0.1));
+  CHECK(cached["checks"]["replay"]["metrics"]["stable_prefix_tokens_count"].get<double>() ==
+        doctest::Approx(system).epsilon(0.05));
+  MESSAGE("cached: " << note["rule"] << " prices the prefix at " << note["impact_ms"] << " ms (planted "
+                     << prefill * system << ")");
+
+  const auto uncached = replay_run(prefill, system, "", dir.dir() + "/bundle2");
+  CAPTURE(findings_of(uncached));
+  const auto top = top_cause(uncached);
+  REQUIRE_FALSE(top.is_null());
+  CHECK(top["rule"] == "replay.prefix_uncached");
+  CHECK(top["cause"] == "prefill_bound");
+  CHECK(top["impact_ms"].get<double>() == doctest::Approx(prefill * system).epsilon(0.1));
+  MESSAGE("uncached: " << top["rule"] << " at " << top["impact_ms"] << " ms (planted " << prefill * system << ")");
+
+  // Nothing the run wrote holds the body: results.json, the bundle's every file.
+  CHECK(cached.dump().find("CUSTOMER-ZEBRA") == std::string::npos);
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(bundle)) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_MESSAGE(content.find("CUSTOMER-ZEBRA") == std::string::npos, e.path().string() << " holds the body");
+    CHECK_MESSAGE(content.find("policy17 policy18") == std::string::npos, e.path().string() << " holds the body");
+  }
+  CHECK(files > 3);
 }
 
 }  // namespace infdoctor

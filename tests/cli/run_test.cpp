@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checks/registry.h"
 #include "net/subprocess.h"
 #include "support/fake_process.h"
 
@@ -153,6 +154,19 @@ TEST_CASE("run: configuration errors are all reported before anything is sent, a
                            "concurrency.levels"})
     CHECK_MESSAGE(r.err.find(want) != std::string::npos, want);
   CHECK(server->served().empty());
+}
+
+TEST_CASE("run --settings: every check's settings with their defaults and what the profiles change, no endpoint needed") {
+  const auto r = run({"--settings"});
+  CHECK(r.exit_code == 0);
+  for (const auto& e : checks::registry())
+    for (const auto& s : e.info->settings) {
+      CAPTURE(s.key);
+      CHECK(r.out.find("\n  " + std::string(s.key) + " ") != std::string::npos);
+    }
+  CHECK(r.out.find("concurrency.levels             default 1,2,4,8,16, --quick 1,2,4,8, --full 1,2,4,8,16,32,64") !=
+        std::string::npos);
+  CHECK(r.out.find("soak: Soak (off unless soak.minutes is given)") != std::string::npos);
 }
 
 TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing") {

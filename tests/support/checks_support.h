@@ -46,8 +46,9 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
   if (pacer_out) *pacer_out = pacer.get();
   for (const auto& e : checks::registry()) {
     if (e.id != id) continue;
+    const auto problems = checks::setting_problems(o);
+    REQUIRE_MESSAGE(problems.empty(), (problems.empty() ? std::string() : problems.front()));
     auto check = e.make(o);
-    REQUIRE_MESSAGE(o.errors().empty(), (o.errors().empty() ? std::string() : o.errors().front()));
     checks::CheckResult r = check->run(ctx);
     // A check emits only what it declares: rules, compare, history and the reports read the
     // declaration, so an undeclared metric is one nobody can name.
@@ -76,7 +77,7 @@ inline checks::CheckResult run_in_a_run(const std::string& id, const CheckSetup&
   plan.check_ids = {id};
   for (const auto& [k, v] : setup.options) plan.options.set(k, v);
   plan.check_timeout = check_timeout;
-  REQUIRE(run::validate(plan).ok());
+  REQUIRE(run::prepare(plan).ok());
   auto target = checks::parse_target(setup.base_url);
   REQUIRE(target.ok());
   api::Endpoint ep;

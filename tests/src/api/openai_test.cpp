@@ -2,7 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 
 namespace infdoctor::api {
@@ -65,6 +68,45 @@ TEST_CASE("synthetic prompt has the asked number of words") {
     int words = 0;
     for (std::string w; in >> w;) ++words;
     CHECK(words == n);
+  }
+}
+
+TEST_CASE("synthetic prompt: no phrase repeats, a shorter prompt is a prefix of a longer one") {
+  // The old prompt cycled 16 words: every 4-word phrase came back every 16 words, text an n-gram
+  // speculator (prompt lookup) predicts at once. Of 2,000 words' 4-word phrases, almost none may
+  // repeat: drawn at random from the vocabulary, a repeat has a chance of about 1,999 / 253^4 / 2.
+  const std::string p = synthetic_prompt(2000);
+  std::vector<std::string> w;
+  std::istringstream in(p);
+  for (std::string x; in >> x;) w.push_back(x);
+  REQUIRE(w.size() == 2000);
+  std::set<std::string> phrases;
+  int repeats = 0;
+  for (std::size_t i = 0; i + 4 <= w.size(); ++i) repeats += !phrases.insert(w[i] + " " + w[i + 1] + " " + w[i + 2] + " " + w[i + 3]).second;
+  CHECK(repeats == 0);
+  std::set<std::string> distinct(w.begin(), w.end());
+  CHECK(distinct.size() >= 0.9 * static_cast<double>(prompt_words().size()));  // the whole vocabulary in use
+  CHECK(p.rfind(synthetic_prompt(700), 0) == 0);
+}
+
+TEST_CASE("synthetic prompt: every word is one token of the test engine's vocabulary") {
+  // tests/engine/make_gguf.py's WORDS: a word outside them would be spelled byte by byte there and
+  // the engine's prompts would be longer than the run asked.
+  std::ifstream in(std::string(INFDOCTOR_SOURCE_DIR) + "/tests/engine/make_gguf.py");
+  REQUIRE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto from = text.find("WORDS = ("), to = text.find(").split()", from);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  std::set<std::string> vocabulary;
+  std::istringstream words(text.substr(from, to - from));
+  for (std::string x; words >> x;) {
+    x.erase(std::remove(x.begin(), x.end(), '"'), x.end());
+    vocabulary.insert(x);
+  }
+  for (const auto w : prompt_words()) {
+    CAPTURE(w);
+    CHECK(vocabulary.count(std::string(w)));
   }
 }
 

@@ -46,6 +46,8 @@ TEST_CASE("exposition: vLLM's /metrics in its own names, labels, histograms and 
   CHECK(*s->queue_sum_s == doctest::Approx(18.25));
   CHECK(*s->queue_count == 60);
   CHECK(*s->prefix_hits == 30720);
+  CHECK(*s->spec_draft_tokens == 9000);
+  CHECK(*s->spec_accepted_tokens == 5400);
 }
 
 TEST_CASE("exposition: llama.cpp's and TGI's /metrics are read as their engines") {
@@ -110,7 +112,7 @@ TEST_CASE("engine_preset: the engines whose /metrics is read by default are pres
 }
 
 TEST_CASE("engine_metrics: the counters' growth between scrapes, the concurrency check's alone, and a restart") {
-  run::EngineSnapshot a{"vLLM", "", 0.0, 0.0, 0.1, 0.0, 1.0, 10.0, 2.0, 10.0, 1000.0, 0.0};
+  run::EngineSnapshot a{"vLLM", "", 0.0, 0.0, 0.1, 0.0, 1.0, 10.0, 2.0, 10.0, 1000.0, 0.0, 0.0, 0.0};
   run::EngineSnapshot b = a;
   b.after = "baseline";
   b.queue_sum_s = 1.2;  // 10 more requests, 0.02 s of queue each
@@ -119,6 +121,8 @@ TEST_CASE("engine_metrics: the counters' growth between scrapes, the concurrency
   b.ttft_count = 20;
   b.prefix_queries = 2000;
   b.prefix_hits = 250;
+  b.spec_draft_tokens = 400;  // 400 proposed during the run, 300 of them accepted
+  b.spec_accepted_tokens = 300;
   run::EngineSnapshot c = b;
   c.after = "concurrency";
   c.queue_sum_s = 5.2;  // 8 more, 0.5 s each
@@ -133,6 +137,9 @@ TEST_CASE("engine_metrics: the counters' growth between scrapes, the concurrency
   CHECK(m.at("run.engine_waiting_max_count") == 3);
   CHECK(m.at("run.engine_kv_cache_usage_max_ratio") == doctest::Approx(0.6));
   CHECK(m.at("run.engine_prefix_cache_hit_ratio") == doctest::Approx(0.25));
+  CHECK(m.at("run.engine_spec_draft_tokens_count") == 400);
+  CHECK(m.at("run.engine_spec_acceptance_ratio") == doctest::Approx(0.75));
+  CHECK_FALSE(run::engine_metrics({b, c}).count("run.engine_spec_acceptance_ratio"));  // none proposed between
   // A counter that went back (the engine restarted between scrapes) gives no mean at all.
   run::EngineSnapshot restarted = c;
   restarted.queue_count = 3;

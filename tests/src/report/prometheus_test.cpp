@@ -83,8 +83,8 @@ TEST_CASE("prometheus text: numbers are short, whole numbers exact, and every va
 
 TEST_CASE("prometheus text: one HELP and TYPE per family, its samples together, in a form the strict reader takes") {
   report::PromWriter w;
-  w.family("a_seconds", "gauge", "A.");
-  w.family("b_total", "counter", "B.");
+  w.family({"a_seconds", "gauge", "A."});
+  w.family({"b_total", "counter", "B."});
   w.sample("a_seconds", {{"x", "1"}}, 1);
   w.sample("b_total", {}, 2);
   w.sample("a_seconds", {{"x", "quote \" and \\ and\nnewline"}}, 3);

@@ -12,6 +12,7 @@
 
 #include "rules/embedded.h"
 #include "run/runner.h"
+#include "support/rule_text.h"
 
 namespace infdoctor::rules {
 namespace {
@@ -168,15 +169,10 @@ TEST_CASE("malformed rules: every problem named with file, line, rule id, field 
 }
 
 TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one finding per cause, shares") {
-  const std::string text = R"({"family": "dns", "rules": [
-    {"id": "dns.a", "cause": "dns_slow", "severity": "warning", "title": "a", "when": "1", "impact_ms": "100",
-     "confidence": 0.5, "explain": "a"},
-    {"id": "dns.b", "cause": "dns_slow", "severity": "warning", "title": "b", "when": "1", "impact_ms": "300",
-     "confidence": 0.5, "explain": "b"},
-    {"id": "dns.c", "cause": "network_rtt", "severity": "info", "title": "c", "when": "1", "impact_ms": "200",
-     "confidence": 0.9, "explain": "c"},
-    {"id": "dns.d", "cause": "tls_slow", "severity": "warning", "title": "d", "when": "1", "impact_ms": "200",
-     "confidence": 0.4, "explain": "d"}]})";
+  const std::string text = test::rules_text("dns", {{"dns.a", "dns_slow", "warning", 100, 0.5},
+                                                    {"dns.b", "dns_slow", "warning", 300, 0.5},
+                                                    {"dns.c", "network_rtt", "info", 200, 0.9},
+                                                    {"dns.d", "tls_slow", "warning", 200, 0.4}});
   LoadReport report;
   const RuleSet set = load(text, report);
   REQUIRE(report.errors.empty());
@@ -194,11 +190,9 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
 
   // A note of a cause never hides its warning, however many milliseconds the note counts (the
   // run's first request against the idle gaps of the coldstart check).
-  const RuleSet cold = load(R"({"family": "coldstart", "rules": [
-    {"id": "coldstart.first", "cause": "cold_start", "severity": "info", "title": "f", "when": "1", "impact_ms": "2400",
-     "confidence": 0.6, "explain": "f"},
-    {"id": "coldstart.gaps", "cause": "cold_start", "severity": "warning", "title": "g", "when": "1", "impact_ms": "1800",
-     "confidence": 0.9, "explain": "g"}]})", report);
+  const RuleSet cold = load(test::rules_text("coldstart", {{"coldstart.first", "cold_start", "info", 2400, 0.6},
+                                                           {"coldstart.gaps", "cold_start", "warning", 1800, 0.9}}),
+                            report);
   const auto folded = diagnose(cold, {});
   REQUIRE(folded.size() == 1);
   CHECK(folded[0].rule == "coldstart.gaps");

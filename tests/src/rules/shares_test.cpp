@@ -9,6 +9,7 @@
 #include <string>
 
 #include "rules/rules.h"
+#include "support/rule_text.h"
 
 namespace infdoctor::rules {
 namespace {
@@ -25,16 +26,14 @@ TEST_CASE("shares inside the reference request add up to at most 100 %, for rand
   const auto& all = causes();
   for (int draw = 0; draw < 300; ++draw) {
     // Up to eight rules, each a random cause with a random impact (1 ms to 20 s).
-    std::string text = R"({"family": "x", "rules": [)";
+    std::vector<test::AlwaysRule> rules;
     const int n = 1 + static_cast<int>(u(rng) * 8);
     for (int i = 0; i < n; ++i) {
       const std::string& cause = all[static_cast<std::size_t>(u(rng) * all.size()) % all.size()];
       const double impact = std::exp(std::log(1.0) + u(rng) * std::log(20000.0));
-      text += std::string(i ? "," : "") + R"({"id": "x.r)" + std::to_string(i) + R"(", "cause": ")" + cause +
-              R"(", "severity": "warning", "title": "t", "when": "1", "impact_ms": ")" + std::to_string(impact) +
-              R"(", "confidence": 0.5, "explain": "e"})";
+      rules.push_back({"x.r" + std::to_string(i), cause, "warning", impact, 0.5});
     }
-    text += "]}";
+    const std::string text = test::rules_text("x", rules);
     LoadReport report;
     const RuleSet set = load(text, report);
     REQUIRE(report.errors.empty());
@@ -57,13 +56,9 @@ TEST_CASE("shares inside the reference request add up to at most 100 %, for rand
 }
 
 TEST_CASE("two causes that explain the same milliseconds split the typical request, the first ranked first") {
-  const std::string text = R"({"family": "x", "rules": [
-    {"id": "x.place", "cause": "model_specific", "severity": "warning", "title": "t", "when": "1", "impact_ms": "860",
-     "confidence": 0.7, "explain": "e"},
-    {"id": "x.phase", "cause": "decode_bound", "severity": "warning", "title": "t", "when": "1", "impact_ms": "800",
-     "confidence": 0.7, "explain": "e"},
-    {"id": "x.cold", "cause": "cold_start", "severity": "warning", "title": "t", "when": "1", "impact_ms": "2000",
-     "confidence": 0.7, "explain": "e"}]})";
+  const std::string text = test::rules_text("x", {{"x.place", "model_specific", "warning", 860, 0.7},
+                                                  {"x.phase", "decode_bound", "warning", 800, 0.7},
+                                                  {"x.cold", "cold_start", "warning", 2000, 0.7}});
   LoadReport report;
   const RuleSet set = load(text, report);
   REQUIRE(report.errors.empty());

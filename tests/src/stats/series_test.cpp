@@ -22,7 +22,7 @@ std::vector<SeriesPoint> run_of(std::mt19937& rng, int n, double spacing, Slow s
     const bool target = i % 3 != 0;
     const double base = target ? 24 : 7;
     double tail = u(rng) < 0.02 ? 3.0 : 1.0;  // a heavy tail: 2 % of requests three times slower
-    out.push_back({t, target ? "big" : "small", base * jitter(rng) * tail * slow(t), "", ""});
+    out.push_back({t, target ? "big" : "small", base * jitter(rng) * tail * slow(t), "", "", {}});
     t += gap(rng);
   }
   return out;
@@ -71,8 +71,8 @@ TEST_CASE("series: periodic slowdowns, period 5-30 s, 20-50 % of the time, 2.5-6
 
 TEST_CASE("series: too few requests give no share, and failed or token-less points are left out") {
   std::vector<SeriesPoint> pts;
-  for (int i = 0; i < 19; ++i) pts.push_back({static_cast<double>(i), "m", i % 2 ? 10.0 : 40.0, "", ""});
-  pts.push_back({20, "m", 0, "", ""});  // no time per token: not a point
+  for (int i = 0; i < 19; ++i) pts.push_back({static_cast<double>(i), "m", i % 2 ? 10.0 : 40.0, "", "", {}});
+  pts.push_back({20, "m", 0, "", "", {}});  // no time per token: not a point
   const auto r = read_series(pts);
   CHECK(r.samples == 19);
   CHECK_FALSE(r.slow_share.has_value());
@@ -128,6 +128,77 @@ TEST_CASE("series: bursts that follow the clock make fewer runs than chance, a s
   CHECK(replicas >= 150);
   CHECK(bursts_clustered >= 0.9 * bursts);
   CHECK(replicas_clustered <= 0.03 * replicas);  // a one-sided test at 1 %
+}
+
+}  // namespace infdoctor::stats
+
+namespace infdoctor::stats {
+namespace {
+
+const StallBar kStall{200, 4};  // api/sample.h's
+
+// A stream's gaps between content events: `n` gaps at `pace_ms` with 10 % jitter, up to one stall
+// of 200-1000 ms in 16 gaps (a retransmission timeout, a pause: 6 % of the gaps, beyond the 1-3 %
+// loss of a lossy path), and, when `pairs`, events arriving two at a
+// time (a gap of 0, then twice the pace) over a stretch as long as a third of the stream.
+std::vector<double> stream_gaps(std::mt19937& rng, int n, double pace_ms, bool pairs) {
+  std::uniform_real_distribution<double> jitter(0.9, 1.1), u(0, 1), stall(200, 1000);
+  std::vector<double> gaps;
+  for (int i = 0; i < n; ++i) gaps.push_back(pace_ms * jitter(rng));
+  const int stalls = std::uniform_int_distribution<int>(0, std::max(1, n / 16))(rng);
+  for (int s = 0; s < stalls; ++s) gaps[std::uniform_int_distribution<std::size_t>(0, gaps.size() - 1)(rng)] += stall(rng);
+  if (pairs) {
+    const auto from = std::uniform_int_distribution<std::size_t>(0, gaps.size() - gaps.size() / 3)(rng);
+    for (std::size_t i = from; i + 1 < std::min(gaps.size(), from + gaps.size() / 3); i += 2) {
+      gaps[i + 1] += gaps[i];
+      gaps[i] = 0;
+    }
+  }
+  return gaps;
+}
+
+}  // namespace
+
+TEST_CASE("speed_turn: a stream at one pace, with stalls and paired arrivals, does not turn") {
+  std::mt19937 rng(44);
+  int turned = 0, read = 0;
+  for (int d = 0; d < 2000; ++d) {
+    const int n = std::uniform_int_distribution<int>(2 * kTurnMinGaps, 128)(rng);
+    const double pace = std::uniform_real_distribution<double>(5, 50)(rng);
+    const auto gaps = stream_gaps(rng, n, pace, d % 2 == 0);
+    const auto t = speed_turn(gaps, kStall);
+    if (!t) continue;
+    ++read;
+    turned += *t >= kSlowFactor || *t <= 1 / kSlowFactor;
+  }
+  CHECK(read == 2000);
+  CHECK(turned == 0);
+  CHECK_FALSE(speed_turn(std::vector<double>(2 * kTurnMinGaps - 1, 20.0), kStall).has_value());
+}
+
+TEST_CASE("speed_turn: a burst that begins or ends inside a stream turns it, each way") {
+  // The burst, 3-6 times slower, begins (or ends) anywhere that leaves kTurnMinGaps gaps on each
+  // side; stalls and pairs as above.
+  std::mt19937 rng(45);
+  for (int d = 0; d < 1000; ++d) {
+    const int n = std::uniform_int_distribution<int>(2 * kTurnMinGaps, 128)(rng);
+    const double pace = std::uniform_real_distribution<double>(5, 50)(rng);
+    const double factor = std::uniform_real_distribution<double>(3, 6)(rng);
+    const auto edge = std::uniform_int_distribution<std::size_t>(kTurnMinGaps, static_cast<std::size_t>(n) - kTurnMinGaps)(rng);
+    const bool begins = d % 2 == 0;
+    auto gaps = stream_gaps(rng, n, pace, d % 4 < 2);
+    for (std::size_t i = 0; i < gaps.size(); ++i)
+      if ((i >= edge) == begins) gaps[i] *= factor;
+    CAPTURE(n);
+    CAPTURE(factor);
+    CAPTURE(edge);
+    const auto t = speed_turn(gaps, kStall);
+    REQUIRE(t.has_value());
+    if (begins)
+      CHECK(*t >= kSlowFactor);
+    else
+      CHECK(*t <= 1 / kSlowFactor);
+  }
 }
 
 }  // namespace infdoctor::stats

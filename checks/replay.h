@@ -1,0 +1,21 @@
+#pragma once
+// The replay check's settings, each declared here once.
+#include "checks/check.h"
+
+// What `--set replay.NAME=VALUE` sets (`--body FILE` sets replay.body); the check lists them in
+// its CheckInfo.
+namespace infdoctor::checks::replay_setting {
+
+inline constexpr Setting body{
+    .key = "replay.body", .kind = SettingKind::Text, .def = "",
+    .help = "request bodies of your own to send as they are: OpenAI chat or Anthropic messages JSON, one a line "
+            "(--body FILE reads them from a file, - for stdin)"};
+inline constexpr Setting repeats{
+    .key = "replay.repeats", .kind = SettingKind::Whole, .def = "3", .lo = 1, .hi = 100,
+    .help = "sends of each body, one after another: the first as it is, the others with a new word before the last "
+            "user message, as the next question after the same system prompt"};
+inline constexpr Setting max_bodies{
+    .key = "replay.max_bodies", .kind = SettingKind::Whole, .def = "20", .lo = 1, .hi = 1000,
+    .help = "bodies sent at most, the first ones"};
+
+}  // namespace infdoctor::checks::replay_setting

@@ -1,0 +1,41 @@
+#pragma once
+// The sweep's metrics that other code reads (the workload's pricing, the time series, report.html,
+// Prometheus). Each is declared here once (the
+// check's CheckInfo gives its unit and help), and the check's settings.
+#include "checks/check.h"
+
+namespace infdoctor::checks::sweep_metric {
+
+inline constexpr MetricKey prefill_ms_per_token{"sweep.prefill_ms_per_token"};
+inline constexpr MetricKey prefill_overhead_ms{"sweep.prefill_overhead_ms"};
+inline constexpr MetricKey prefill_growth_ms_per_1k_tokens{"sweep.prefill_growth_ms_per_1k_tokens"};
+inline constexpr MetricKey prefill_quad_ms_per_token{"sweep.prefill_quad_ms_per_token"};
+inline constexpr MetricKey prefill_quad_overhead_ms{"sweep.prefill_quad_overhead_ms"};
+inline constexpr MetricKey decode_context_ms_per_1k_tokens{"sweep.decode_context_ms_per_1k_tokens"};
+inline constexpr MetricKey decode_ms_per_token{"sweep.decode_ms_per_token"};
+
+}  // namespace infdoctor::checks::sweep_metric
+
+// What `--set sweep.NAME=VALUE` sets; the check lists them in its CheckInfo.
+namespace infdoctor::checks::sweep_setting {
+
+inline constexpr Setting prompt_tokens{
+    .key = "sweep.prompt_tokens", .kind = SettingKind::Numbers, .def = "64,512,2048,8192", .lo = 1, .hi = 2000000,
+    .help = "prompt sizes of the prefill fit (--sweep-prompt-tokens)"};
+inline constexpr Setting max_tokens{
+    .key = "sweep.max_tokens", .kind = SettingKind::Numbers, .def = "1,32,128,512", .lo = 1, .hi = 1000000,
+    .help = "output sizes of the decode fit (--sweep-max-tokens)"};
+inline constexpr Setting repeats{
+    .key = "sweep.repeats", .kind = SettingKind::Whole, .def = "2", .lo = 1, .hi = 100,
+    .help = "requests per size"};
+inline constexpr Setting decode_prompt_tokens{
+    .key = "sweep.decode_prompt_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,
+    .help = "prompt tokens of each decode request"};
+inline constexpr Setting prefill_max_tokens{
+    .key = "sweep.prefill_max_tokens", .kind = SettingKind::Whole, .def = "16", .lo = 1, .hi = 100000,
+    .help = "output tokens of each prefill request, for decode against context"};
+inline constexpr Setting workload_prompt_tokens{
+    .key = "sweep.workload_prompt_tokens", .kind = SettingKind::Whole, .def = "0", .lo = 0, .hi = 2000000,
+    .help = "the workload's prompt (--workload prompt=P): the prefill sizes reach it when it is longer; 0: none"};
+
+}  // namespace infdoctor::checks::sweep_setting
