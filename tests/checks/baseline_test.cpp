@@ -4,6 +4,7 @@
 
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/seed.h"
 
 namespace infdoctor {
 
@@ -36,7 +37,7 @@ TEST_CASE("baseline: sizes in the names give target over small, a 70B beside an 
                {"Qwen2.5-72B-Instruct", "Qwen2.5-7B-Instruct", 72.0 / 7},
                {"Llama-3.1-405B-Instruct", "Llama-3.1-8B-Instruct", 405.0 / 8},
                {"Qwen3-30B-A3B", "Qwen2.5-1.5B-Instruct", 3.0 / 1.5}};
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test::seed());
   for (const auto& p : pairs) {
     CAPTURE(p.target);
     const double small_tpot = std::uniform_real_distribution<double>(2.0, 5.0)(rng);

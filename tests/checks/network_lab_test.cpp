@@ -9,6 +9,7 @@
 #include "net/subprocess.h"
 #include "fake/dns_server.h"
 #include "support/fake_process.h"
+#include "support/seed.h"
 #include "fake/lab.h"
 
 namespace infdoctor {
@@ -274,7 +275,7 @@ std::string stall_table(const nlohmann::json& j) {
 
 TEST_CASE("lab: loss on the wire shows in TCP_INFO beside the stalls it caused, and is the path's, not the server's") {
   if (!lab_available()) return;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test::seed());
   const double loss = std::uniform_real_distribution<double>(0.01, 0.03)(rng);
   const double one_way = std::uniform_real_distribution<double>(10, 20)(rng);
   MESSAGE("planted: " << loss * 100 << " % loss each way, " << 2 * one_way << " ms round trip");

@@ -4,6 +4,7 @@
 
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/seed.h"
 
 namespace infdoctor {
 namespace {
@@ -30,7 +31,7 @@ std::string fake_with_cache(double prefill, bool cache) {
 }  // namespace
 
 TEST_CASE("replay: a body with a long system prompt, as planted: its prompt, its stable prefix and what the cache saves on it") {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test::seed());
   const double prefill = std::uniform_real_distribution<double>(0.1, 0.4)(rng);
   const int system = std::uniform_int_distribution<int>(3000, 8000)(rng);
   MESSAGE("planted: a system prompt of " << system << " words, 200 of the user's, prefill " << prefill << " ms a token");

@@ -12,6 +12,7 @@
 #include "net/subprocess.h"
 #include "support/fake_process.h"
 #include "support/fronts.h"
+#include "support/seed.h"
 
 namespace infdoctor {
 namespace {
@@ -53,10 +54,7 @@ nlohmann::json top_cause(const nlohmann::json& j) {
   return nullptr;
 }
 
-std::mt19937& rng() {
-  static std::mt19937 r(std::random_device{}());
-  return r;
-}
+std::mt19937& rng() { return test::rng(); }
 double draw(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng()); }
 
 // A healthy pair on one fleet: per-token times in proportion to the sizes, a little jitter.
@@ -283,19 +281,28 @@ nlohmann::json replica_run(double factor, const std::string& header, const std::
 }
 }  // namespace
 
-// The interleaving test is one-sided at 1 % (rules/README.md): about one run in a hundred of the
-// unnamed case reads the replica as a neighbour's bursts and fails here; stats/series_test.cpp
-// measures that rate over 200 draws.
+// 20 requests a model: the replica's share of 40 reaches the rules' bar (a Wilson lower bound over
+// 5 %, at least 5 slow) but in 0.07 % of draws, where 14 a model missed it in 0.6 % (3 slow of 28
+// read 3.7 %). The interleaving test is one-sided at 1 % (rules/README.md): about one unnamed run
+// in a hundred makes fewer runs of slow requests than its bar, and the rules then read clustering,
+// a neighbour's bursts. The test holds such a draw to that reading; stats/series_test.cpp bounds
+// how often it comes over 200 draws.
 TEST_CASE("realistic: one slow replica of three is named by its interleaving, with the request ids on each side") {
   const double factor = draw(2.5, 4);
   const bool named = draw(0, 1) < 0.5;
   MESSAGE("planted: one replica of three " << factor << " times slower, " << std::string(named ? "named in x-served-by" : "unnamed"));
-  const auto j = replica_run(factor, named ? "x-served-by" : "");
+  const auto j = replica_run(factor, named ? "x-served-by" : "", "", 20);
   CAPTURE(findings_of(j));
   const auto& m = j["run"]["metrics"];
   CAPTURE(m.dump());
   const auto top = top_cause(j);
   REQUIRE_FALSE(top.is_null());
+  const double runs_bar = m["slow_runs_expected_count"].get<double>() - 2.326 * m["slow_runs_sd_count"].get<double>();
+  if (!named && m["slow_runs_count"].get<double>() < runs_bar) {
+    MESSAGE("this draw is the interleaving test's 1 % tail: " << m["slow_runs_count"] << " runs under a bar of " << runs_bar);
+    CHECK(top["cause"] == "noisy_neighbour");
+    return;
+  }
   CHECK(top["cause"] == "slow_replica");
   CHECK(top["scope"] == "endpoint");
   for (const auto& f : j["diagnosis"]) CHECK(f["cause"] != "noisy_neighbour");

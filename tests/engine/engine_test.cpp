@@ -14,6 +14,7 @@
 #include "net/subprocess.h"
 #include "stats/fit.h"
 #include "support/fronts.h"
+#include "support/seed.h"
 #include "support/results.h"
 
 namespace infdoctor {
@@ -74,10 +75,7 @@ EngineClock engine_clock(const nlohmann::json& sweep) {
   return c;
 }
 
-std::mt19937& rng() {
-  static std::mt19937 r(std::random_device{}());
-  return r;
-}
+std::mt19937& rng() { return test::rng(); }
 
 // A chat's shape: the engine's CPU prefill is compute-bound, and a reference request of 1,024
 // prompt tokens would put seconds of it in front of every planted cause.
