@@ -20,7 +20,7 @@ const CheckInfo kBaselineInfo{
     "The same short request to a small model and to the target model: TTFT, time per token, total.",
     {{baseline_metric::ttft_p50_ms.name, "ms", "target model: median time to first token (without connection setup)",
       {.layer = "time to first token", .per = "every request", .explains = Explains::Whole, .history = true, .slo = "ttft_p50_ms", .column = "TTFT p50"}},
-     {"baseline.ttft_p90_ms", "ms", "target model: 90th percentile TTFT",
+     {baseline_metric::ttft_p90_ms.name, "ms", "target model: 90th percentile TTFT",
       {.slo = "ttft_p90_ms"}},
      {"baseline.ttft_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TTFT, low end"},
      {"baseline.ttft_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TTFT, high end"},

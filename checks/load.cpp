@@ -151,9 +151,11 @@ double load_ks_exponential(std::vector<double> gaps, double mean_ms) {
 
 class LoadCheck final : public Check {
  public:
-  explicit LoadCheck(const Options& o)
-      : levels_(o.numbers(load_setting::rates).empty() ? o.numbers(load_setting::levels) : o.numbers(load_setting::rates)),
-        open_(!o.numbers(load_setting::rates).empty()),
+  explicit LoadCheck(const Options& o) : LoadCheck(o, o.numbers(load_setting::rates)) {}
+  // Rates given make an open loop at those rates; none, a closed loop at load.levels.
+  LoadCheck(const Options& o, std::vector<double> rates)
+      : open_(!rates.empty()),
+        levels_(open_ ? std::move(rates) : o.numbers(load_setting::levels)),
         requests_(o.whole(load_setting::requests)),
         prompt_tokens_(o.whole(load_setting::prompt_tokens)),
         max_tokens_(o.whole(load_setting::max_tokens)),
@@ -295,7 +297,7 @@ class LoadCheck final : public Check {
     std::vector<double> sent_at;
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const auto& s = samples[i];
-      const RequestSet& set = mix_[i < sets.size() ? sets[i] : 0];
+      const RequestSet& set = mix_[sets[i]];
       nlohmann::json label = {{"phase", "level"}, {open_ ? "rate" : "users", lv}};
       if (!set.name.empty()) label["set"] = set.name;
       out.requests.push_back({s, label});
@@ -401,8 +403,8 @@ class LoadCheck final : public Check {
       }
   }
 
-  std::vector<double> levels_;
   bool open_;
+  std::vector<double> levels_;
   int requests_, prompt_tokens_, max_tokens_;
   double slo_ttft_ms_, slo_tpot_ms_, slo_total_ms_;
   std::uint64_t seed_;

@@ -22,6 +22,7 @@
 #include "checks/transport.h"
 #include "core/redact.h"
 #include "core/strings.h"
+#include "run/runner.h"
 #include "stats/series.h"
 
 namespace infdoctor::run {
@@ -158,22 +159,17 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
     unless_given(ss::max_tokens, sized(ss::max_tokens, plan.workload.output_tokens));
   }
   // The load check's goodput counts a request as meeting the user's --slo when it is within the
-  // limits --slo sets on the reference request's TTFT, time per token and end-to-end time.
+  // limits --slo sets on the reference request's TTFT, time per token and end-to-end time (a bad
+  // --slo is left to run's own reading of it, which names what is wrong).
+  namespace bm = checks::baseline_metric;
+  const std::pair<checks::MetricKey, const checks::Setting*> load_limits[] = {
+      {bm::ttft_p50_ms, &ls::slo_ttft_ms}, {bm::ttft_p90_ms, &ls::slo_ttft_ms},
+      {bm::tpot_p50_ms, &ls::slo_tpot_ms}, {bm::total_p50_ms, &ls::slo_total_ms}};
   std::map<const checks::Setting*, double> limits;  // the least limit given for each
-  for (const auto& item : core::split(o.slo)) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) continue;  // parse_slos says what is wrong with it
-    std::string name = item.substr(0, eq);
-    if (name.rfind("baseline.", 0) == 0) name = name.substr(9);
-    const checks::Setting* s = name == "ttft_p50_ms" || name == "ttft_p90_ms" ? &ls::slo_ttft_ms
-                               : name == "tpot_p50_ms"                        ? &ls::slo_tpot_ms
-                               : name == "total_p50_ms"                       ? &ls::slo_total_ms
-                                                                              : nullptr;
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str() + eq + 1, &end);
-    if (!s || *end != '\0' || end == item.c_str() + eq + 1 || !(v >= 0)) continue;  // parse_slos names a bad one
-    limits[s] = limits.count(s) ? std::min(limits[s], v) : v;
-  }
+  if (auto slos = parse_slos(o.slo); slos.ok())
+    for (const auto& slo : slos.value())
+      for (const auto& [metric, s] : load_limits)
+        if (slo.metric == metric.name) limits[s] = limits.count(s) ? std::min(limits[s], slo.limit) : slo.limit;
   for (const auto& [s, v] : limits) unless_given(*s, checks::format_number(v));
   if (auto st = prepare(plan); !st.ok()) return st.error();
   // A body is for the replay check: --checks without it would leave the body unsent, unsaid.
