@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -221,6 +222,66 @@ TEST_CASE("engine: a far region in front of it comes first, as network_rtt") {
   REQUIRE_FALSE(top.is_null());
   CHECK(top["cause"] == "network_rtt");
   MESSAGE("found " << top["rule"] << " at " << top["impact_ms"] << " ms");
+}
+
+namespace {
+// The engine's own clock of one request: its time in a slot (llama.cpp's prompt_ms and
+// predicted_ms, measured from when a sequence took it), or nothing when the answer had no timings.
+std::optional<double> in_slot_ms(const nlohmann::json& s) {
+  if (!s.contains("server_timings") || !s["server_timings"].is_object()) return std::nullopt;
+  return s["server_timings"]["prompt_ms"].get<double>() + s["server_timings"]["predicted_ms"].get<double>();
+}
+}  // namespace
+
+// Two slots: past two users the engine queues, and what the load check reads of it must be what
+// the engine's own clock says. In effect the engine serves min(users, slots) x t_alone / t_users
+// requests at once (t: the median time a request spent in a slot, from llama.cpp's timings): the
+// load check's capacity is held to the best of that, its knee to the level where the engine's
+// clock stops gaining 20 %, and its TTFT to queueing (a wait past the slots, none within them).
+// On a CPU with one thread a model's two sequences share the thread: here the engine's clock
+// reads 0.8 to 1.0 gained from the second user, so about one request served at once, and the
+// knee at 1 user.
+TEST_CASE("engine: the load check reads llama.cpp's two slots: its capacity, its knee and its queue") {
+  if (!engine_available()) return;
+  test::LlamaEngineOptions o = pair();
+  o.slots = 2;
+  LlamaEngine engine(o);
+  const auto j = run(engine.base_url(), {"--checks", "load", "--set", "load.levels=1,2,4", "--set", "load.requests=8",
+                                         "--set", "load.prompt_tokens=64", "--set", "load.max_tokens=32"});
+  const auto& load = j["checks"]["load"];
+  CAPTURE(load["metrics"].dump());
+  REQUIRE(load["status"] == "ok");
+  std::map<double, std::vector<double>> slot_ms;  // users (0: the reference, alone) -> time in a slot
+  for (const auto& s : load["samples"])
+    if (auto t = in_slot_ms(s)) slot_ms[s["label"].value("users", 0.0)].push_back(*t);
+  REQUIRE(slot_ms.size() == 4);
+  const double alone = *stats::median(slot_ms[0]);
+  std::map<double, double> served;  // users -> requests in a slot at once, in effect, by the engine's clock
+  double engine_capacity = 0;
+  for (const double users : {1.0, 2.0, 4.0}) {
+    served[users] = std::min(users, 2.0) * alone / *stats::median(slot_ms[users]);
+    engine_capacity = std::max(engine_capacity, served[users]);
+  }
+  const double capacity = load["metrics"]["capacity_count"].get<double>();
+  MESSAGE("llama.cpp: " << alone << " ms in a slot alone; served at once in effect: " << served[1] << " (1 user), "
+                        << served[2] << " (2), " << served[4] << " (4); infdoctor's capacity " << capacity << ", knee "
+                        << load["metrics"].value("knee_level_count", -1.0));
+  CHECK(capacity == doctest::Approx(engine_capacity).epsilon(0.15));
+  CHECK(capacity <= 2 * 1.15);
+  // The knee where the engine's clock says the gain fell under the bar of 20 %, with a margin
+  // either side of it; between them no level is told.
+  const double gain_2 = served[2] / served[1], gain_4 = served[4] / served[2];
+  MESSAGE("the engine's gain from 1 user to 2: " << gain_2 << "; from 2 to 4: " << gain_4);
+  if (gain_2 > 1.35 && gain_4 < 1.05) CHECK(load["metrics"]["knee_level_count"] == 2);
+  if (gain_2 < 1.05) CHECK(load["metrics"]["knee_level_count"] == 1);
+  // Queueing: with 4 users on 2 slots a request waits for a slot, about a request's time in one;
+  // with 2 users it waits for none.
+  std::map<double, double> ttft_p50;
+  for (const auto& row : load["details"]["levels"]) ttft_p50[row["users"].get<double>()] = row["ttft_p50_ms"].get<double>();
+  MESSAGE("TTFT p50: " << ttft_p50[2] << " ms with 2 users, " << ttft_p50[4] << " ms with 4; in a slot "
+                       << *stats::median(slot_ms[2]) << " and " << *stats::median(slot_ms[4]) << " ms");
+  CHECK(ttft_p50[2] < 0.5 * *stats::median(slot_ms[2]));
+  CHECK(ttft_p50[4] > 0.5 * *stats::median(slot_ms[4]));
 }
 
 }  // namespace infdoctor
