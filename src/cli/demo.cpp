@@ -38,8 +38,8 @@ int run_demo(const DemoOptions& o) {
   r.endpoint.base_url = (*env)->base_url();
   r.endpoint.api_key_env = "INFDOCTOR_DEMO_NO_KEY";
   r.endpoint.cacert = (*env)->cacert();
-  r.model = "demo-model";
-  r.small_model = "demo-small";
+  r.model = fake::kDemoModel;
+  r.small_model = fake::kDemoSmallModel;
   r.plan.quick = true;
   r.plan.checks = fault->checks;
   for (const auto& [k, v] : fault->settings) r.plan.sets.push_back(k + "=" + v);

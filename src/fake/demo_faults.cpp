@@ -11,9 +11,9 @@ namespace {
 // are planted, the expected order is what each adds to the default reference request (1,024
 // prompt tokens, 128 output tokens, the concurrency check's highest level: run/workload.h).
 std::string scenario(const std::string& target_extra, const std::string& small_extra = "") {
-  std::string s = R"({"models": {"demo-model": {"overhead_ms": 60, "prefill_ms_per_token": 0.02, "decode_ms_per_token": 8, "jitter_ms": 2)";
+  std::string s = std::string(R"({"models": {")") + kDemoModel + R"(": {"overhead_ms": 60, "prefill_ms_per_token": 0.02, "decode_ms_per_token": 8, "jitter_ms": 2)";
   if (!target_extra.empty()) s += ", " + target_extra;
-  s += R"(}, "demo-small": {"overhead_ms": 30, "prefill_ms_per_token": 0.01, "decode_ms_per_token": 3)";
+  s += std::string(R"(}, ")") + kDemoSmallModel + R"(": {"overhead_ms": 30, "prefill_ms_per_token": 0.01, "decode_ms_per_token": 3)";
   if (!small_extra.empty()) s += ", " + small_extra;
   return s + "}}, \"seed\": 11}";
 }

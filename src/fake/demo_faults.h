@@ -34,5 +34,9 @@ std::string causes_text(const std::vector<std::string>& causes);
 // `infdoctor demo --list-faults`: one aligned row per fault.
 std::string demo_fault_table();
 inline constexpr const char* kDefaultDemoFault = "realistic";
+// The models the demo's provider serves, named as a hosted API names them (no size in the name,
+// so the pair is judged by what it measures).
+inline constexpr const char* kDemoModel = "gpt-4o";
+inline constexpr const char* kDemoSmallModel = "gpt-4o-mini";
 
 }  // namespace infdoctor::fake

@@ -98,7 +98,7 @@ TEST_CASE("prometheus: run --prom is clean for promtool check metrics, names the
   test::TempFile prom("", "infdoctor.prom");
   ::setenv("PROMTEST_API_KEY", kSecret, 1);
   auto r = net::run_command({test::infdoctor_bin(), "run", "--base-url", server->base_url(),
-                             "--api-key-env", "PROMTEST_API_KEY", "--model", "demo-model", "--small-model", "demo-small",
+                             "--api-key-env", "PROMTEST_API_KEY", "--model", fake::kDemoModel, "--small-model", fake::kDemoSmallModel,
                              "--quick", "-s", "--prom", prom.path(), "--vantage", "lab-1"},
                             180s);
   REQUIRE(r.ok());
@@ -118,7 +118,7 @@ TEST_CASE("prometheus: run --prom is clean for promtool check metrics, names the
   CHECK(check->exit_code == 0);
   CHECK(check->out + check->err == "");
 
-  const std::string labels = "target=\"" + server->base_url() + "\",model=\"demo-model\",module=\"quick\",vantage=\"lab-1\"";
+  const std::string labels = "target=\"" + server->base_url() + "\",model=\"" + std::string(fake::kDemoModel) + "\",module=\"quick\",vantage=\"lab-1\"";
   CHECK(text.find("infdoctor_probe_success{" + labels + "} 1\n") != std::string::npos);
   CHECK(text.find("infdoctor_finding{" + labels + ",cause=\"model_specific\",scope=\"target_model\",severity=\"warning\"} 1\n") !=
         std::string::npos);
@@ -226,8 +226,8 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
   auto server = test::start_fake(fault->scenario);
   test::TempFile bundles("", "bundles");
   Serve serve({"--vantage", "ci", "--bundles", bundles.dir() + "/b", "--keep-bundles", "1", "--target",
-               "slow=" + server->base_url() + ",model=demo-model,small=demo-small,module=quick,interval=60s,key_env=PROMTEST_API_KEY",
-               "--target", "ping=" + server->base_url() + ",model=demo-small,module=probe,interval=1h"});
+               "slow=" + server->base_url() + ",model=" + std::string(fake::kDemoModel) + ",small=" + fake::kDemoSmallModel + ",module=quick,interval=60s,key_env=PROMTEST_API_KEY",
+               "--target", "ping=" + server->base_url() + ",model=" + std::string(fake::kDemoSmallModel) + ",module=probe,interval=1h"});
   const std::string exporter = serve.address;
   test::Prometheus prom("  - job_name: infdoctor\n    static_configs:\n      - targets: ['" + exporter +
                         "']\n"

@@ -21,6 +21,7 @@ TEST_CASE("model sizes from names: total, active for a mixture of experts, none 
       {"gpt-oss-120b", 120},
       {"llama3.1:8b-instruct-q4_K_M", 8},
       {"mixtral-8x7b", 0},
+      {"gpt-4o", 0},
       {"gpt-4o-mini", 0},
       {"claude-3-5-haiku-latest", 0},
       {"demo-model", 0},
