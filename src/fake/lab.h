@@ -26,6 +26,14 @@ class Lab {
   struct Config {
     double one_way_delay_ms = 0;  // each direction of the router-server link
     double loss_ratio = 0;        // each packet, each direction
+    // The client's own route to the server closed (a prohibit route, as a corporate egress closes
+    // it): only the router, where a forward proxy may run, reaches the server.
+    bool direct_closed = false;
+    // From the n-th packet towards the server that carries TCP payload, `drop_payload_count` are
+    // dropped (0: none): lost segments at a known place, which the sender's TCP sends again (a
+    // tail loss probe after about two round trips, then a retransmission timeout, 200 ms or more).
+    int drop_payload_to_server = 0;
+    int drop_payload_count = 1;
   };
 
   // Why the lab cannot run here (not root, no /dev/net/tun, no `ip netns`), or nothing.
