@@ -52,7 +52,7 @@ const CheckInfo kBaselineInfo{
      {"baseline.reasoning_p50_ms", "ms",
       "target model: median time reasoning before the answer: first reasoning to first answer token when it streams, the hidden tokens times the time per token when not"},
      {"baseline.first_answer_p50_ms", "ms", "target model: median time to the first answer token (after any reasoning)"},
-     {"baseline.small_ttft_p50_ms", "ms", "small model: median TTFT"},
+     {baseline_metric::small_ttft_p50_ms.name, "ms", "small model: median TTFT"},
      {baseline_metric::small_tpot_p50_ms.name, "ms", "small model: median time per output token"},
      {"baseline.small_total_p50_ms", "ms", "small model: median end-to-end time"},
      {"baseline.small_samples_count", "count", "small model: successful requests"},

@@ -11,6 +11,7 @@ inline constexpr MetricKey ttft_p50_ms{"baseline.ttft_p50_ms"};
 inline constexpr MetricKey ttft_p90_ms{"baseline.ttft_p90_ms"};
 inline constexpr MetricKey tpot_p50_ms{"baseline.tpot_p50_ms"};
 inline constexpr MetricKey small_tpot_p50_ms{"baseline.small_tpot_p50_ms"};
+inline constexpr MetricKey small_ttft_p50_ms{"baseline.small_ttft_p50_ms"};
 // The reference request the rules engine falls back to: declared there, where shares are reckoned.
 inline constexpr MetricKey total_p50_ms{rules::kReferenceFallbackMetric};
 

@@ -94,6 +94,8 @@ class CacheCheck final : public Check {
     CheckResult out = CheckResult::start(kCacheInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     api::ChatRequest req = api::synthetic_request(ctx.models().target, prefix_tokens_ + suffix_tokens_, 1);
+    // Hits and misses are held to each other: every prompt keeps the words it is written with.
+    req.prompt_tokens_wanted = 0;
     req.shared_words = prefix_tokens_;
     RequestLoop loop(ctx, out);
     std::vector<Sent> sent;

@@ -298,6 +298,9 @@ class CheckContext {
   // Also pins the API host to the first address for every later request (unless --resolve did),
   // so every check measures the server the dns check found.
   void set_addresses(std::vector<std::string> a);
+  // Through a proxy (api::proxy_route): the proxy's addresses, which the requests connect to.
+  const std::vector<std::string>& proxy_addresses() const { return proxy_addresses_; }
+  void set_proxy_addresses(std::vector<std::string> a) { proxy_addresses_ = std::move(a); }
   const Models& models() const { return models_; }
   void set_models(Models m) { models_ = std::move(m); }
 
@@ -325,7 +328,7 @@ class CheckContext {
   std::function<void(const std::string&)> progress_;
   std::function<void(core::SteadyTime)> waiting_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
-  std::vector<std::string> addresses_;
+  std::vector<std::string> addresses_, proxy_addresses_;
   Models models_;
 };
 

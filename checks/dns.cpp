@@ -2,11 +2,15 @@
 // host, `dns.samples` fresh queries each through c-ares (no cache, no hosts file, no search list),
 // and what it answers: addresses, TTLs, NXDOMAIN, SERVFAIL, REFUSED, timeouts, retried queries.
 // Resolvers: every nameserver of /etc/resolv.conf (unless dns.system=0) and every --resolver.
+// Through a proxy (--proxy, $https_proxy) the requests look up the proxy's name, and the proxy the
+// API host: the proxy's name is timed instead (nothing, when the proxy is an address), and the API
+// host is looked up once for the path check's probe of the direct route.
 // Cannot tell: what a caching daemon in front of them (nscd, systemd-resolved) would add or save.
 // Emits, for the first resolver (the one the system asks first): dns.{p50_ms,p90_ms,max_ms,
 // samples_count}; over all resolvers: failures, retries, resolvers and addresses counts.
 #include <set>
 
+#include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/dns.h"
 #include "checks/registry.h"
@@ -61,10 +65,13 @@ class DnsCheck final : public Check {
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kDnsInfo.id);
     const Target& t = ctx.target();
-    if (t.host_is_ip) {
-      ctx.set_addresses({t.host});
-      return out.skip("the API host is an IP address: nothing to resolve");
-    }
+    // Through a proxy the requests resolve the proxy's name, not the API host's (the proxy does
+    // that): the lookups timed are the proxy's. The API host is still looked up once, for the path
+    // check's probe of the direct route, which the requests do not take.
+    const auto proxy = api::proxy_route(ctx.endpoint());
+    if (t.host_is_ip) ctx.set_addresses({t.host});
+    if (t.host_is_ip && !proxy) return out.skip("the API host is an IP address: nothing to resolve");
+    if (proxy && dns::is_ip_literal(proxy->host)) ctx.set_proxy_addresses({proxy->host});
     std::vector<dns::Server> servers;
     if (use_system_) {
       auto sys = ctx.dns().system_servers();
@@ -78,6 +85,22 @@ class DnsCheck final : public Check {
     if (servers.empty()) return out.skip("no resolver configured (none in /etc/resolv.conf, no --resolver)");
 
     const dns::QueryOptions qo{std::chrono::milliseconds(timeout_ms_), tries_};
+    if (proxy) {
+      if (!t.host_is_ip) {
+        std::vector<std::string> direct;
+        for (const dns::Family fam : {dns::Family::A, dns::Family::AAAA}) {
+          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + t.host + " (the direct route)");
+          for (const auto& r : ctx.dns().query(servers.front(), t.host, fam, qo).records) direct.push_back(r.address);
+        }
+        out.details["direct_addresses"] = direct;
+        ctx.set_addresses(direct);
+      }
+      if (dns::is_ip_literal(proxy->host)) {
+        return out.skip("the requests go through the proxy " + proxy->url +
+                        ", an address: they resolve nothing, and the proxy resolves the API host itself");
+      }
+    }
+    const std::string host = proxy ? proxy->host : t.host;
     std::map<std::string, int> failures;  // token -> count, all resolvers
     int retries = 0;
     std::vector<std::string> v4, v6;
@@ -95,8 +118,8 @@ class DnsCheck final : public Check {
       for (int i = 0; i < samples_; ++i) {
         for (const dns::Family fam : {dns::Family::A, dns::Family::AAAA}) {
           if (!ctx.before_deadline()) break;
-          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + t.host + " via " + server.text());
-          const dns::Lookup l = ctx.dns().query(server, t.host, fam, qo);
+          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + host + " via " + server.text());
+          const dns::Lookup l = ctx.dns().query(server, host, fam, qo);
           const double ms = core::to_ms(l.elapsed);
           nlohmann::json sample = {{"resolver", server.text()}, {"family", dns::family_name(fam)},
                                    {"ms", ms},                  {"timeouts", l.timeouts},
@@ -160,6 +183,14 @@ class DnsCheck final : public Check {
     out.details["resolvers"] = per_resolver;
     out.details["addresses"] = addresses;
     resolvers_table.note = "addresses: " + (addresses.empty() ? std::string("none") : core::join(addresses));
+    if (proxy) {
+      out.details["proxy"] = proxy->host;
+      resolvers_table.title = "dns: per resolver, the proxy's name " + proxy->host + " (the requests go through it)";
+      out.tables.push_back(std::move(resolvers_table));
+      ctx.set_proxy_addresses(addresses);
+      if (addresses.empty() && first_error) return out.fail(*first_error);
+      return out;
+    }
     out.tables.push_back(std::move(resolvers_table));
     ctx.set_addresses(addresses);
     if (addresses.empty() && first_error) return out.fail(*first_error);  // no resolver gave an address

@@ -2,6 +2,10 @@
 // the API port ("TCP ping": SYN to SYN-ACK, one round trip; a RST counts as an answer too), ICMP
 // echo where the socket is permitted, and a traceroute-style hop table (UDP, or TCP SYN with
 // path.trace=tcp, rising TTL, errors read through IP_RECVERR as tracepath(8) does; no root).
+// Through a proxy (--proxy, $https_proxy) the requests' path is the one to the proxy: its address
+// and port are probed as the first address, and the direct route to the API host is tried with a
+// few TCP connects on the side, recorded as a fact (answered, refused, unreachable), never as loss
+// of the path the requests take.
 // Cannot tell: which direction of the path is slow, or delay inside the server's own host.
 // Emits, for the first address: path.{tcp_rtt_p50_ms,tcp_rtt_p90_ms,tcp_rtt_max_ms,
 // tcp_rtt_samples_count,tcp_loss_ratio,icmp_rtt_p50_ms,icmp_loss_ratio,hops_count,
@@ -11,10 +15,13 @@
 #include <cstdio>
 #include <numeric>
 
+#include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/path.h"
 #include "checks/registry.h"
 #include "core/json_text.h"
+#include "core/strings.h"
+#include "dns/resolver.h"
 #include "net/probes.h"
 
 namespace infdoctor::checks {
@@ -41,8 +48,13 @@ const CheckInfo kPathInfo{
      {"path.last_hop_rtt_ms", "ms", "median round trip of the last hop"},
      {"path.rtt_spread_ms", "ms", "slowest address's median TCP RTT minus the fastest's"},
      {"path.addresses_count", "count", "addresses probed"},
-     {"path.tcp_refused_count", "count", "TCP connects refused (RST): the host answered, nothing listens on the port"}},
-    {{"tcp_refused_count", "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
+     {"path.tcp_refused_count", "count", "TCP connects refused (RST): the host answered, nothing listens on the port"},
+     {"path.via_proxy_count", "count", "1 when the requests go through a proxy: the path probed is the one to the proxy"},
+     {"path.direct_answered_ratio", "ratio",
+      "through a proxy: the direct route's TCP connects to the API host that were accepted (0: the direct route is closed or does not resolve)"},
+     {"path.direct_refused_count", "count", "through a proxy: the direct route's TCP connects refused (RST)"}},
+    {{"via_proxy_count", "to the proxy: TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}; direct route accepted {direct_answered_ratio%} of connects"},
+     {"tcp_refused_count", "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
      {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}"}},
     {path_setting::samples, path_setting::timeout_ms, path_setting::interval_ms, path_setting::icmp,
      path_setting::trace, path_setting::max_hops, path_setting::probes_per_hop, path_setting::max_addresses}};
@@ -71,9 +83,14 @@ class PathCheck final : public Check {
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kPathInfo.id);
-    const auto& addrs = ctx.addresses();
-    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
-    const int port = ctx.target().port;
+    const auto proxy = api::proxy_route(ctx.endpoint());
+    std::vector<std::string> addrs = proxy ? ctx.proxy_addresses() : ctx.addresses();
+    if (proxy && addrs.empty() && dns::is_ip_literal(proxy->host)) addrs = {proxy->host};
+    if (addrs.empty())
+      return out.skip(proxy ? "no address to probe: the proxy's name " + proxy->host + " did not resolve"
+                            : "no address to probe: the API host did not resolve");
+    const int port = proxy ? proxy->port : ctx.target().port;
+    if (proxy) probe_direct(ctx, out, *proxy);
     nlohmann::json per_address = nlohmann::json::array();
     std::optional<double> best, worst;
     std::optional<core::Error> first_error;
@@ -134,7 +151,19 @@ class PathCheck final : public Check {
       per_address.push_back(row);
     }
     out.details["addresses"] = per_address;
+    if (proxy) out.set("via_proxy_count", 1);
     add_tables(out, per_address);
+    if (proxy && !out.tables.empty()) {
+      const auto& d = out.details["direct"];
+      const double accepted = out.metrics.count("direct_answered_ratio") ? out.metrics["direct_answered_ratio"] : 0;
+      out.tables.front().note = "the requests go through the proxy " + proxy->url + "; " +
+                                (d.contains("note") ? d["note"].get<std::string>()
+                                 : accepted == 0 ? "the direct route to " + d.value("address", std::string()) + " is closed (" +
+                                                       core::join_by(d["failures"].get<std::map<std::string, int>>(), ", ",
+                                                                     [](const auto& f) { return f.first + " x" + std::to_string(f.second); }) +
+                                                       "): the requests can only go through the proxy"
+                                                 : "the direct route to " + d.value("address", std::string()) + " is open too");
+    }
     out.set("addresses_count", static_cast<double>(n_addr));
     if (best && worst) out.set("rtt_spread_ms", *worst - *best);
     if (!any_answer && first_error) return out.fail(*first_error);
@@ -142,6 +171,38 @@ class PathCheck final : public Check {
   }
 
  private:
+  // The direct route to the API host, which the requests do not take: a few TCP connects, each
+  // answered (a SYN-ACK or a RST), refused, or not reaching it (no answer, unreachable). A fact
+  // about the network (a corporate egress that only the proxy may cross), not loss on the path.
+  void probe_direct(CheckContext& ctx, CheckResult& out, const api::ProxyRoute& proxy) const {
+    const auto& direct = ctx.addresses();
+    nlohmann::json row = {{"proxy", proxy.url}};
+    if (direct.empty()) {
+      row["note"] = "the API host does not resolve here; the proxy resolves it";
+      out.details["direct"] = row;
+      out.set("direct_answered_ratio", 0);
+      return;
+    }
+    const std::string& ip = direct.front();
+    int tried = 0, answered = 0, refused = 0;
+    std::map<std::string, int> failures;
+    for (int i = 0; i < std::min(samples_, 3) && ctx.before_deadline(); ++i) {
+      ctx.progress("path: TCP connect " + ip + ":" + std::to_string(ctx.target().port) + " directly, not through the proxy");
+      const auto p = ctx.probes().tcp_connect(ip, ctx.target().port, std::chrono::milliseconds(timeout_ms_));
+      ++tried;
+      if (p.rtt && p.status.ok()) ++answered;
+      if (!p.status.ok()) ++failures[std::string(p.status.error().token())];
+      refused += !p.status.ok() && p.status.error().token() == "connect_refused";
+    }
+    row["address"] = ip;
+    row["tried_count"] = tried;
+    row["failures"] = failures;
+    out.details["direct"] = row;
+    if (tried == 0) return;
+    out.set("direct_answered_ratio", static_cast<double>(answered) / tried);
+    out.set("direct_refused_count", refused);
+  }
+
   // The round trips per address, then each address's hop table (mtr's columns), from the rows
   // run() keeps in its details.
   static void add_tables(CheckResult& out, const nlohmann::json& per_address) {

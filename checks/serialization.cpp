@@ -35,7 +35,7 @@ const CheckInfo kSerializationInfo{
     "serialization",
     "Serialization",
     "Cost of request body size (upload and parse) and of streaming against a single response.",
-    {{"serialization.upload_parse_ms_per_mb", "ms", "fitted TTFT slope per megabyte of request body",
+    {{serialization_metric::upload_parse_ms_per_mb.name, "ms", "fitted TTFT slope per megabyte of request body",
       {.layer = "serialization (per MB of request)", .per = "per MB sent"}},
      {"serialization.upload_parse_noise_ms_per_mb", "ms",
       "instead of the slope when it is within the points' scatter: the smallest cost per MB that would show"},

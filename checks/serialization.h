@@ -1,6 +1,11 @@
 #pragma once
-// The serialization check's settings, each declared here once.
+// The serialization check's metrics that other code reads and its settings, each declared here once.
 #include "checks/check.h"
+
+// The serialization check's metrics that other code reads (the books of the run's requests).
+namespace infdoctor::checks::serialization_metric {
+inline constexpr MetricKey upload_parse_ms_per_mb{"serialization.upload_parse_ms_per_mb"};
+}  // namespace infdoctor::checks::serialization_metric
 
 // What `--set serialization.NAME=VALUE` sets; the check lists them in its CheckInfo.
 namespace infdoctor::checks::serialization_setting {

@@ -1,7 +1,8 @@
 // checks/sweep.cpp. Measures, on the target model:
 //  - prefill: TTFT over rising prompt sizes (sweep.prompt_tokens), fitted as
-//    TTFT = overhead + slope x prompt tokens (Theil-Sen). Sizes use the server's own usage counts:
-//    the first response calibrates how many words make a token, so no tokenizer is needed. A size
+//    TTFT = overhead + slope x prompt tokens (Theil-Sen). Sizes are the server's own usage counts:
+//    the run sizes each synthetic prompt's words to the tokens asked from the answers it has had
+//    (run/pacer.h), so no tokenizer is needed. A size
 //    the model refuses (400, context too long) ends the sweep and sets the largest size accepted.
 //    Each of these requests also decodes sweep.prefill_max_tokens tokens: their time per token
 //    against the prompt's length is decode against context (each token's attention reads the keys
@@ -100,20 +101,18 @@ class SweepCheck final : public Check {
     std::vector<double> px, py;
     std::vector<std::size_t> pstep;  // which size each point was sent at
     std::vector<double> cx, cy;  // time per output token against prompt tokens
-    double tokens_per_word = 1.0;  // calibrated by the first answer
     std::optional<double> largest;
     std::vector<double> at_largest, tpot_first, tpot_largest;
     int hidden_reasoning = 0;
     for (std::size_t i = 0; i < prompts_.size() && !loop.stopped(); ++i) {
       const int want = static_cast<int>(prompts_[i]);
-      const int words = std::max(1, static_cast<int>(std::lround(want / tokens_per_word)));
       bool refused = false;
       std::vector<double> here, tpot_here;
       double tokens_here = want;
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         ctx.progress("sweep: prefill at about " + std::to_string(want) + " prompt tokens");
-        api::ChatRequest req = api::synthetic_request(ctx.models().target, words, prefill_max_tokens_);
-        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}, {"prompt_words", words}});
+        api::ChatRequest req = api::synthetic_request(ctx.models().target, want, prefill_max_tokens_);
+        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}});
         if (!s) break;
         if (!s->ok) {
           if (s->http_status == 400 || s->http_status == 413) refused = true;  // too long for the model
@@ -121,7 +120,6 @@ class SweepCheck final : public Check {
           break;
         }
         const double tokens = s->prompt_tokens ? static_cast<double>(*s->prompt_tokens) : want;
-        if (i == 0 && rep == 0 && s->prompt_tokens && *s->prompt_tokens > 0) tokens_per_word = tokens / words;
         tokens_here = tokens;
         if (s->hidden_reasoning_tokens > 0) ++hidden_reasoning;
         if (auto t = server_ttft_ms(*s)) {

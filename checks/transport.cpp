@@ -10,6 +10,7 @@
 // reused_ttfb_p50_ms,reuse_saves_ms,keepalive_ratio,cert_chain_count,cert_chain_bytes,...}.
 #include <cstdio>
 
+#include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "checks/transport.h"
@@ -28,6 +29,9 @@ const CheckInfo kTransportInfo{
      {"transport.connect_max_ms", "ms", "slowest TCP connect, fresh connections"},
      {"transport.connect_p50_ci_low_ms", "ms", "95 % interval of the median connect, low end"},
      {"transport.connect_p50_ci_high_ms", "ms", "95 % interval of the median connect, high end"},
+     {transport_metric::tunnel_p50_ms.name, "ms",
+      "through a proxy: median time from the TCP connect to the proxy to its answer to CONNECT (it resolves the host, connects to it and answers), fresh connections"},
+     {transport_metric::via_proxy_count.name, "count", "1 when the requests go through a proxy: then connect is to the proxy, and one route is measured, not each address"},
      {transport_metric::tls_p50_ms.name, "ms", "median TLS handshake, fresh connections",
       {.layer = "TLS handshake", .per = "new connections", .history = true, .slo = "tls_p50_ms"}},
      {"transport.tls_p50_ci_low_ms", "ms", "95 % interval of the median TLS handshake, low end"},
@@ -39,7 +43,7 @@ const CheckInfo kTransportInfo{
       {.layer = "server wait (first byte)", .per = "every request"}},
      {"transport.server_wait_p50_ci_low_ms", "ms", "95 % interval of the median server wait, low end"},
      {"transport.server_wait_p50_ci_high_ms", "ms", "95 % interval of the median server wait, high end"},
-     {"transport.reused_ttfb_p50_ms", "ms", "median time to first byte on a reused connection"},
+     {transport_metric::reused_ttfb_p50_ms.name, "ms", "median time to first byte on a reused connection"},
      {"transport.reuse_saves_ms", "ms", "fresh minus reused median time to first byte"},
      {"transport.keepalive_ratio", "ratio", "requests that did reuse the kept-alive connection"},
      {"transport.cert_chain_count", "count", "certificates the server sent"},
@@ -57,6 +61,7 @@ const CheckInfo kTransportInfo{
      {"transport.not_found_count", "count",
       "GETs of the models list that answered 404, set when every one did (a base URL without /v1 does that)"}},
     {{"not_found_count", "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
+     {"tunnel_p50_ms", "through the proxy: connect {connect_p50_ms}, tunnel {tunnel_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"},
      {nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}},
     {transport_setting::samples, transport_setting::max_addresses, transport_setting::path}};
 
@@ -78,9 +83,14 @@ class TransportCheck final : public Check {
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kTransportInfo.id);
-    const auto& addrs = ctx.addresses();
-    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
     const Target& t = ctx.target();
+    // Through a proxy the requests' connections are the proxy's, whatever the API host resolves
+    // to: one route is measured, the way the requests take it (connect to the proxy, its tunnel,
+    // TLS with the server through it), and no address is pinned.
+    const auto proxy = api::proxy_route(ctx.endpoint());
+    std::vector<std::string> addrs = ctx.addresses();
+    if (proxy) addrs = {"via " + proxy->url};
+    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
     const std::size_t n_addr = std::min<std::size_t>(addrs.size(), static_cast<std::size_t>(max_addresses_));
     nlohmann::json per_address = nlohmann::json::array();
     Table addresses_table{"transport: per address (ms, medians)",
@@ -91,8 +101,9 @@ class TransportCheck final : public Check {
     bool any_ok = false;
     for (std::size_t ai = 0; ai < n_addr; ++ai) {
       const std::string& ip = addrs[ai];
-      const std::string pin = t.host + ":" + std::to_string(t.port) + ":" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip);
-      std::vector<double> connect, tls, ttfb, wait, reused;
+      const std::string pin =
+          proxy ? "" : t.host + ":" + std::to_string(t.port) + ":" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip);
+      std::vector<double> connect, tunnel, tls, ttfb, wait, reused;
       std::optional<http::TlsInfo> tls_info;
       std::string http_version;
       long http_status = 0;
@@ -118,6 +129,7 @@ class TransportCheck final : public Check {
         http_version = r.http_version;
         if (r.tls) tls_info = r.tls;
         if (auto v = r.connect_phase()) connect.push_back(core::to_ms(*v));
+        if (auto v = r.tunnel_phase()) tunnel.push_back(core::to_ms(*v));
         if (auto v = r.tls_phase()) tls.push_back(core::to_ms(*v));
         if (auto v = r.ttfb()) ttfb.push_back(core::to_ms(*v));
         if (auto v = r.server_wait()) wait.push_back(core::to_ms(*v));
@@ -166,6 +178,7 @@ class TransportCheck final : public Check {
                             {"http_status", http_status},
                             {"http_version", http_version},
                             {"connect_p50_ms", opt(cs.p50)},
+                            {"tunnel_p50_ms", opt(stats::median(tunnel))},
                             {"tls_p50_ms", opt(ls.p50)},
                             {"ttfb_p50_ms", opt(fs.p50)},
                             {"server_wait_p50_ms", opt(ws.p50)},
@@ -206,6 +219,8 @@ class TransportCheck final : public Check {
           out.set("tls_max_ms", *ls.max);
         }
         if (fs.p50) out.set("ttfb_p50_ms", *fs.p50);
+        if (auto v = stats::median(tunnel)) out.set("tunnel_p50_ms", *v);
+        if (proxy) out.set("via_proxy_count", 1);
         if (ws.p50) out.set("server_wait_p50_ms", *ws.p50);
         if (rs.p50) out.set("reused_ttfb_p50_ms", *rs.p50);
         if (saves) out.set("reuse_saves_ms", *saves);
@@ -242,7 +257,7 @@ class TransportCheck final : public Check {
     req.method = "GET";
     req.url = ep.url(path_);
     ep.add_headers(req.headers);
-    req.resolve = {pin};
+    if (!pin.empty()) req.resolve = {pin};
     req.tls = ep.tls;
     req.proxy = ep.proxy;
     req.fresh_connection = fresh;

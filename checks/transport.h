@@ -7,6 +7,9 @@ namespace infdoctor::checks::transport_metric {
 
 inline constexpr MetricKey connect_p50_ms{"transport.connect_p50_ms"};
 inline constexpr MetricKey tls_p50_ms{"transport.tls_p50_ms"};
+inline constexpr MetricKey tunnel_p50_ms{"transport.tunnel_p50_ms"};
+inline constexpr MetricKey reused_ttfb_p50_ms{"transport.reused_ttfb_p50_ms"};
+inline constexpr MetricKey via_proxy_count{"transport.via_proxy_count"};
 inline constexpr MetricKey ttfb_p50_ms{"transport.ttfb_p50_ms"};
 
 }  // namespace infdoctor::checks::transport_metric

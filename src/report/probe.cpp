@@ -88,9 +88,13 @@ std::string render_probe(const api::RequestSample& s, const std::string& url) {
   core::appendf(out, "\n  (phase times above the line; running totals from the request's start below it)\n\n");
   if (s.connection_reused) core::appendf(out, "connection   reused: DNS, connect and TLS not measured\n");
   const auto itl = stats::summarize(s.itl_ms);
+  const std::string source = s.output_tokens_source == api::kTokensFromUsage    ? " (server usage)"
+                             : s.output_tokens_source == api::kTokensCalibrated ? " (calibrated from the text)"
+                                                                                 : " (no usage in the stream: " +
+                                                                                       std::to_string(s.content_events) +
+                                                                                       " content events, tokens not counted)";
   core::appendf(out, "tokens       %s output%s, %s prompt; %s events per token; finish %s\n",
-              s.output_tokens ? std::to_string(*s.output_tokens).c_str() : "?",
-              s.tokens_from_usage ? " (server usage)" : " (no usage: counted events)",
+              s.output_tokens ? std::to_string(*s.output_tokens).c_str() : "?", source.c_str(),
               s.prompt_tokens ? std::to_string(*s.prompt_tokens).c_str() : "?",
               s.events_per_token ? (std::to_string(*s.events_per_token).substr(0, 4)).c_str() : "-",
               s.finish_reason.empty() ? "-" : s.finish_reason.c_str());

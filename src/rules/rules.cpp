@@ -274,6 +274,9 @@ constexpr CauseRow kCauses[] = {
     {"slow_replica", "", "tpot"},            {"network_loss", "", "network_stall"},
     {"overloaded", "", "shed"},
     {"buffering", "overhead", "arrivals"},  // a held first token waits for its clump
+    // Time the run's requests spent that no measured term explains (run/books.h): on top of the
+    // reference request, whose terms are measured ones.
+    {"unexplained", "", "total"},
 };
 
 const CauseRow* cause_row(std::string_view cause) {

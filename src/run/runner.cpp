@@ -13,7 +13,9 @@
 #include "core/strings.h"
 #include "core/version.h"
 #include "history/history.h"
+#include "results/ledger.h"
 #include "results/requests.h"
+#include "run/books.h"
 #include "results/run_metrics.h"
 #include "rules/embedded.h"
 #include "stats/series.h"
@@ -101,8 +103,16 @@ void end_run(const RunPlan& plan, const Side& side, results::RunResult& out) {
   out.run_metrics[rm::overload_wait_ms] = tally.overload_wait_ms;
   out.run_metrics[rm::model_loading_count] = tally.loading_answers;
   if (tally.loading_wait_max_ms > 0) out.run_metrics[rm::model_loading_wait_max_ms] = tally.loading_wait_max_ms;
+  out.run_requests = side.pacer->own_requests();
   for (const auto& [k, v] : results::request_metrics(out.checks, ctx.models().target)) out.run_metrics[k] = v;
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
+  // The books of the run's requests, closed against the terms just priced.
+  {
+    const auto series = results::read_series(out.checks, ctx.models().target);
+    const Books books = close_books(results::ledger(out.checks), out.checks, out.run_metrics, series.slow_ids,
+                                    ctx.models().target, ctx.models().small);
+    for (const auto& [k, v] : books.metrics) out.run_metrics[k] = v;
+  }
   // The tokens a minute the reference request needs at its concurrency, back to back: what a
   // tokens-per-minute quota is held against.
   {
@@ -300,6 +310,12 @@ void name_places(results::RunResult& r) {
         loading = "it answered " + std::to_string(ls.sample.loading_answers) + " time" + (ls.sample.loading_answers == 1 ? "" : "s") +
                   " first: " + ls.sample.loading_said;
   const std::string replicas = replica_places(results::read_series(r.checks, r.models.target));
+  // The proxy the requests went through is the first intermediary a reader looks at.
+  for (const auto& e : results::ledger(r))
+    if (!e.s().proxy.empty()) {
+      where = "the proxy " + e.s().proxy + (where.empty() ? "" : "; " + where);
+      break;
+    }
   for (auto& f : r.diagnosis) {
     if (f.scope == "intermediary") f.where = where;
     if (f.cause == "cold_start") f.where = loading;

@@ -12,8 +12,11 @@
 #include "checks/concurrency.h"
 #include "checks/path.h"
 #include "checks/sweep.h"
+#include "checks/transport.h"
 #include "core/strings.h"
+#include "results/ledger.h"
 #include "results/run_metrics.h"
+#include "stats/fit.h"
 
 namespace infdoctor::run {
 
@@ -47,6 +50,42 @@ std::optional<double> queue_wait_at(const std::vector<checks::CheckResult>& chec
     return best;
   }
   return std::nullopt;
+}
+
+// The reference request's connection setup, from the run's own requests sent one at a time and
+// back to back (the cadence of a client that sends its next request as the last answer ends; the
+// run's first request and those after a deliberate idle gap aside): the share that opened a new
+// connection, and the median connect, tunnel and TLS of the new connections of the whole run.
+// A server or proxy that keeps connections pays them rarely; one that closes each pays them on
+// every request. The terms go into `out`; the setup a request pays on average comes back.
+double price_setup(const std::vector<checks::CheckResult>& checks, std::map<std::string, double>& out) {
+  int cadence = 0, opened = 0;
+  std::vector<double> connect, tunnel, tls;
+  for (const auto& e : results::ledger(checks)) {
+    const api::RequestSample& s = e.s();
+    if (!s.ok) continue;
+    if (!s.connection_reused) {
+      if (s.connect_ms) connect.push_back(*s.connect_ms);
+      if (s.tunnel_ms) tunnel.push_back(*s.tunnel_ms);
+      if (s.tls_ms) tls.push_back(*s.tls_ms);
+    }
+    if (e.first() || !e.alone() || e.idle_s() > results::kBackToBackIdleS) continue;
+    if (e.label->is_object() && e.label->contains("gap_s")) continue;
+    ++cadence;
+    opened += !s.connection_reused;
+  }
+  if (cadence == 0) return 0;
+  const double share = static_cast<double>(opened) / cadence;
+  out[rm::workload_new_connection_ratio] = share;
+  double setup = 0;
+  for (const auto& [name, values] : {std::pair{rm::workload_connect_ms, &connect}, {rm::workload_tunnel_ms, &tunnel},
+                                     {rm::workload_tls_ms, &tls}})
+    if (auto v = stats::median(*values)) {
+      out[name] = *v;
+      setup += *v;
+    }
+  out[rm::workload_setup_ms] = share * setup;
+  return share * setup;
 }
 
 }  // namespace
@@ -87,8 +126,15 @@ std::map<std::string, double> price_workload(const Workload& w, const std::vecto
   body.max_tokens = w.output_tokens;
   out[rm::workload_body_bytes] = static_cast<double>(api::build_chat_body(body).size());
 
-  const auto rtt = metric(checks, checks::path_metric::tcp_rtt_p50_ms);
-  if (rtt) out[rm::workload_network_ms] = *rtt;
+  // Through a proxy the path check reaches the proxy only; the round trip to the endpoint is the
+  // transport check's request and answer over an open tunnel.
+  const auto rtt = metric(checks, checks::transport_metric::via_proxy_count).value_or(0) > 0
+                       ? metric(checks, checks::transport_metric::reused_ttfb_p50_ms)
+                       : metric(checks, checks::path_metric::tcp_rtt_p50_ms);
+  if (rtt) {
+    out[rm::workload_network_ms] = *rtt;
+    out[rm::path_rtt_ms] = *rtt;
+  }
   // The first token: the prefill fit at P where the sweep ran, else the baseline's short prompt.
   std::optional<double> first;
   // Where TTFT grew faster than a line, the sweep's curve: each prompt token costs more the longer
@@ -114,7 +160,8 @@ std::map<std::string, double> price_workload(const Workload& w, const std::vecto
   }
   const auto queue = queue_wait_at(checks, streams);
   if (queue) out[rm::workload_queue_ms] = *queue;
-  if (first && decode) out[rm::workload_total_ms] = *first + *decode;
+  const double setup = price_setup(checks, out);
+  if (first && decode) out[rm::workload_total_ms] = setup + *first + *decode;
   return out;
 }
 
