@@ -994,6 +994,14 @@ struct Server::Impl {
       held.clear();
       return ok;
     }
+    // The stream ended upstream at `ended`: a proxy forwards what it holds then, not at its next tick.
+    template <typename Sink>
+    bool flush_at_end(Sink& sink, Clock::time_point ended) {
+      if (held.empty()) return true;
+      const bool ok = sink.send_at(std::min(pending, ended), held);
+      held.clear();
+      return ok;
+    }
   };
 
   // Headers (and the opening events) at once, visible reasoning, then the answer's tokens on their
@@ -1038,7 +1046,8 @@ struct Server::Impl {
       }
       if (!release.put(sink, format.content(text), produced)) return false;
     }
-    if (!release.flush(sink) || !sink.send(format.closing(sent, c.include_usage))) return false;
+    if (!release.flush_at_end(sink, t.token_at(std::max(0, sent - 1))) || !sink.send(format.closing(sent, c.include_usage)))
+      return false;
     return sink.end();
   }
 

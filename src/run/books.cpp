@@ -42,7 +42,7 @@ struct Terms {
   std::optional<double> rtt, tunnel, tls, transport_connect;
   std::optional<double> slope, intercept, growth, decode_growth;
   std::optional<double> target_ttft, small_ttft, target_tpot, small_tpot;
-  std::optional<double> body_ms_per_mb, cold_penalty, cold_threshold_s, slow_excess;
+  std::optional<double> body_ms_per_mb, cold_penalty, cold_threshold_s, slow_excess, slow_factor;
   std::map<int, double> queue;
 
   explicit Terms(const std::vector<checks::CheckResult>& c, const std::map<std::string, double>& run) {
@@ -62,6 +62,7 @@ struct Terms {
     cold_penalty = finite(c, checks::coldstart_metric::penalty_ms);
     cold_threshold_s = finite(c, checks::coldstart_metric::threshold_s);
     if (auto it = run.find(rm::slow_tpot_excess_ms_per_token); it != run.end()) slow_excess = it->second;
+    if (auto it = run.find(rm::slow_factor_ratio); it != run.end()) slow_factor = it->second;
     queue = queue_waits(c);
   }
 };
@@ -107,8 +108,9 @@ Books close_books(const std::vector<results::LedgerEntry>& ledger, const std::ve
     const double prompt = static_cast<double>(s.prompt_tokens.value_or(0));
 
     // A new connection: one round trip to connect, the proxy's tunnel, the handshake. Closed when
-    // the path and transport checks measured them apart.
-    if (!s.connection_reused && s.connect_ms && t.rtt && t.transport_connect) {
+    // the path and transport checks measured them apart, one connection at a time; connections
+    // opened beside others contend for the same path and proxy, which no term measured.
+    if (e.alone() && !s.connection_reused && s.connect_ms && t.rtt && t.transport_connect) {
       const double took = *s.connect_ms + s.tunnel_ms.value_or(0) + s.tls_ms.value_or(0);
       const double predicted = *t.rtt + (s.tunnel_ms ? t.tunnel.value_or(0) : 0) + (s.tls_ms ? t.tls.value_or(0) : 0);
       b.lines.push_back({i, "setup", took, predicted, 1});
@@ -126,6 +128,9 @@ Books close_books(const std::vector<results::LedgerEntry>& ledger, const std::ve
       } else if (is_small && t.small_ttft) {
         predicted = t.small_ttft;
       }
+      // A request the time series marked slow (a slow replica, a neighbour's burst) is slower to its
+      // first token too, by the factor the series measured on its tokens.
+      if (predicted && t.slow_factor && slow.count(s.request_id)) *predicted *= std::max(1.0, *t.slow_factor);
       if (predicted && t.body_ms_per_mb) *predicted += std::max(0.0, *t.body_ms_per_mb) * static_cast<double>(s.bytes_sent) / 1e6;
       // Sent beside others: the wait the concurrency check measured at that many streams; a load
       // it did not measure has no term, and the request is left out rather than guessed at.

@@ -4,7 +4,8 @@
 // path's round trip, the transport check's tunnel and TLS, the sweep's overhead and prefill per
 // token, the baseline's decode per token and the sweep's growth with context, the serialization
 // check's cost per megabyte, the concurrency check's wait at each level, the cold-start penalty
-// after its threshold, the run's slow periods, a clumped stream's hold, the network's stalls);
+// after its threshold, the run's slow requests (by the factor the time series measured), a clumped
+// stream's hold, the network's stalls);
 // the requests are the ledger's (results/ledger.h). Three phases:
 //   setup        a new connection's connect, tunnel and TLS;
 //   first token  from the request written to its first content event;
