@@ -53,6 +53,7 @@ const CheckInfo kBaselineInfo{
       "target model: median time reasoning before the answer: first reasoning to first answer token when it streams, the hidden tokens times the time per token when not"},
      {"baseline.first_answer_p50_ms", "ms", "target model: median time to the first answer token (after any reasoning)"},
      {baseline_metric::small_ttft_p50_ms.name, "ms", "small model: median TTFT"},
+     {"baseline.prompt_tokens_p50_count", "count", "median prompt tokens of the target's requests, as the server counted them"},
      {baseline_metric::small_tpot_p50_ms.name, "ms", "small model: median time per output token"},
      {"baseline.small_total_p50_ms", "ms", "small model: median end-to-end time"},
      {"baseline.small_samples_count", "count", "small model: successful requests"},
@@ -75,7 +76,7 @@ const CheckInfo kBaselineInfo{
 constexpr double kWidestCommonPair = 70.0 / 8.0;
 
 struct Series {
-  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token, arrivals_per_event;
+  std::vector<double> ttft, tpot, total, itl, tokens, prompt, events_per_token, arrivals_per_token, arrivals_per_event;
   // A clumped stream's first-token wait (0 when it arrived as generated), and its clumps' own
   // generation time per token.
   std::vector<double> clump_wait, clump_generation;
@@ -127,6 +128,7 @@ class BaselineCheck final : public Check {
         if (auto t = server_total_ms(s)) dst.total.push_back(*t);
         if (s.tpot_ms) dst.tpot.push_back(*s.tpot_ms);
         if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
+        if (s.prompt_tokens) dst.prompt.push_back(static_cast<double>(*s.prompt_tokens));
         if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
         if (auto a = api::arrivals_per_token(s)) dst.arrivals_per_token.push_back(*a);
         if (auto a = api::arrivals_per_event(s)) dst.arrivals_per_event.push_back(*a);
@@ -145,6 +147,7 @@ class BaselineCheck final : public Check {
     }
     out.set("failures_count", loop.failures());
     out.set("samples_count", static_cast<double>(target.ttft.size()));
+    if (auto v = stats::median(target.prompt)) out.set("prompt_tokens_p50_count", *v);
     const stats::Summary tt = stats::summarize(target.ttft), tp = stats::summarize(target.tpot),
                          to = stats::summarize(target.total), ti = stats::summarize(target.itl);
     if (tt.p50) {

@@ -1,6 +1,8 @@
 // checks/cache.cpp. Measures the provider's prompt cache (OpenAI from 1,024 tokens, Anthropic's
 // cache_control, vLLM's and SGLang's block caches, llama.cpp's cache_prompt) on the target model:
-// prompts of fresh prefixes as long (misses, the control); then a prompt whose first
+// prompts of the suffix's length alone (what a prompt costs without the prefix: the rules price a
+// cache that never hits against it, so the check needs no other); prompts of fresh prefixes as
+// long (misses, the control); then a prompt whose first
 // cache.prefix_tokens tokens are shared (unique to the run, so no earlier run or other client
 // filled the cache), sent once to fill the cache and again back to back; then again after rising
 // idle gaps (cache.idle_gaps), each counted from the shared prefix's last request.
@@ -15,7 +17,7 @@
 // Cannot tell: a cache that holds a prefix only for some replicas (a hit depends on the replica
 // the balancer picks: a hit ratio between 0 and 1), eviction by size from eviction by time.
 // Emits: cache.{prompt_tokens_count,reported_ratio,hit_ratio,cached_tokens_p50_count,
-// miss_ttft_p50_ms,hit_ttft_p50_ms,saves_ms,held_s,gone_s,gaps_count,samples_count,failures_count}.
+// short_ttft_p50_ms,miss_ttft_p50_ms,hit_ttft_p50_ms,saves_ms,held_s,gone_s,gaps_count,samples_count,failures_count}.
 #include <algorithm>
 #include <cmath>
 
@@ -38,6 +40,7 @@ const CheckInfo kCacheInfo{
       "are read from the time to first token)"},
      {"cache.hit_ratio", "ratio", "share of the back-to-back requests of the shared prefix served from the cache"},
      {"cache.cached_tokens_p50_count", "count", "median cached prompt tokens the back-to-back requests reported"},
+     {"cache.short_ttft_p50_ms", "ms", "median TTFT of prompts of the suffix's length alone: a prompt without the prefix"},
      {"cache.miss_ttft_p50_ms", "ms", "median TTFT of the requests of a fresh prefix (misses)"},
      {"cache.hit_ttft_p50_ms", "ms", "median TTFT of the back-to-back requests that hit"},
      {"cache.saves_ms", "ms", "what a hit saves: the misses' median TTFT minus the hits'"},
@@ -77,6 +80,8 @@ class CacheCheck final : public Check {
   std::vector<Step> plan() const override {
     const long long prompt = prefix_tokens_ + suffix_tokens_;
     std::vector<Step> steps = {
+        {"the suffix alone, " + std::to_string(suffix_tokens_) + " tokens: a prompt without the prefix", repeats_, "target",
+         suffix_tokens_, 1},
         {"a fresh prefix of " + std::to_string(prefix_tokens_) + " tokens each: the misses", repeats_, "target", prompt, 1},
         {"the shared prefix, once: the cache fills", 1, "target", prompt, 1},
         {"the shared prefix again, back to back", repeats_, "target", prompt, 1}};
@@ -112,8 +117,18 @@ class CacheCheck final : public Check {
       if (const auto t = s && s->ok ? server_ttft_ms(*s) : std::nullopt) sent.push_back({phase, idle_s, *t, *s});
     };
 
-    // The misses first, so that nothing comes between the shared prefix's requests but their own
-    // time: back to back means that, and each idle gap is counted from the last of them.
+    // A prompt without the prefix, the misses, then the shared prefix: nothing comes between the
+    // shared prefix's requests but their own time (back to back means that), and each idle gap is
+    // counted from the last of them.
+    std::vector<double> short_ttft;
+    for (int i = 0; i < repeats_ && !loop.stopped(); ++i) {
+      ctx.progress("cache: the suffix alone " + std::to_string(i + 1) + "/" + std::to_string(repeats_));
+      api::ChatRequest alone = api::synthetic_request(ctx.models().target, suffix_tokens_, 1);
+      alone.prompt_tokens_wanted = 0;
+      auto s = loop.send(alone, {{"phase", "short"}});
+      if (const auto t = s && s->ok ? server_ttft_ms(*s) : std::nullopt) short_ttft.push_back(*t);
+    }
+    if (const auto v = stats::median(short_ttft)) out.set("short_ttft_p50_ms", *v);
     for (int i = 0; i < repeats_ && !loop.stopped(); ++i) {
       ctx.progress("cache: a fresh prefix " + std::to_string(i + 1) + "/" + std::to_string(repeats_));
       one(++fresh, "fresh", 0);
@@ -134,7 +149,7 @@ class CacheCheck final : public Check {
       one(kShared, "gap", core::to_ms(core::elapsed_us(shared_last, ctx.clock().now())) / 1000);
     }
     out.set("failures_count", loop.failures());
-    out.set("samples_count", static_cast<double>(sent.size()));
+    out.set("samples_count", static_cast<double>(sent.size() + short_ttft.size()));
     if (sent.empty()) return out;
     summarize(sent, out);
     return out;

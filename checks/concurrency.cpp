@@ -13,7 +13,7 @@
 //   whole time: half a request or more is a wait for a slot, whatever k is.
 //   throughput_scaling_ratio = parallelism / max level; latency_growth_ratio = (batch time at max /
 //   batch time at 1) / max level: 1 = served one after another.
-//   The knee is the last level after which doubling the streams adds less than 20 % throughput.
+//   The knee is the first level that no higher level beats by 20 % or more in throughput.
 // Over HTTP/2 a level's streams share one connection; the highest level then runs again with each
 // stream on a connection of its own, and a wait that only the shared connection has is a limit
 // per connection (a gateway's streams per client connection), not the server's slots.
@@ -58,7 +58,7 @@ const CheckInfo kConcurrencyInfo{
       "that pass's 90th percentile wait over one stream's whole time"},
      {"concurrency.connection_wait_mean_ms", "ms",
       "the average stream's wait on one shared connection minus on connections of their own: what sharing costs"},
-     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput (absent: it still grows at the highest level)",
+     {"concurrency.knee_level_count", "count", "the first level no higher level beats by 20 % in throughput (absent: it still grows at the highest level)",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {concurrency_metric::max_level_count.name, "count", "highest level measured"},
      {"concurrency.failures_count", "count", "failed requests"},
@@ -192,11 +192,14 @@ class ConcurrencyCheck final : public Check {
           out.set("separate_queue_wait_p90_services_ratio", std::max(0.0, *st.p90 - ttft1) / *service);
         out.set("connection_wait_mean_ms", wait_mean - separate_mean);
       }
-      // The knee is where throughput stopped growing; while it still grows at the highest level
-      // measured there is none to name.
-      for (std::size_t i = 1; i < done.size(); ++i) {
-        if (done[i].throughput < 1.2 * done[i - 1].throughput) {
-          out.set("knee_level_count", done[i - 1].streams);
+      // The knee is where throughput stopped growing: the first level that no higher one beats by
+      // 20 %. A level that adds little before one that adds again is no knee (the server did serve
+      // more at once later); while it still grows at the highest level there is none to name.
+      for (std::size_t i = 0; i + 1 < done.size(); ++i) {
+        const bool grows = std::any_of(done.begin() + static_cast<std::ptrdiff_t>(i) + 1, done.end(),
+                                       [&](const auto& l) { return l.throughput >= 1.2 * done[i].throughput; });
+        if (!grows) {
+          out.set("knee_level_count", done[i].streams);
           break;
         }
       }

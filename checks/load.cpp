@@ -14,8 +14,8 @@
 //   capacity_count = the highest requests per second of any level x the reference's
 //   end-to-end time (Little's law on the service alone): requests served at once, in effect. A
 //   server with k slots serves k; one that batches serves as many as it batches.
-//   knee_level_count = the last level after which the next adds less than 20 % requests per
-//   second (the concurrency check's bar): load past it queues instead of being served.
+//   knee_level_count = the first level that no higher level beats by 20 % in requests per second
+//   (the concurrency check's bar): load past it queues instead of being served.
 //   arrival_ks_ratio = with rates, the largest Kolmogorov-Smirnov distance between a level's sent
 //   gaps and the exponential distribution of its rate: below 1.36 / sqrt(gaps) the arrivals pass
 //   as Poisson at 5 %.
@@ -41,14 +41,14 @@ const CheckInfo kLoadInfo{
     "Load ramp",
     "Rising load on the target model, as users or as arrivals a second: latency percentiles, throughput and "
     "goodput at each level, the knee, and how many requests it serves at once.",
-    {{"load.reference_total_p50_ms", "ms", "median end-to-end time of a request sent alone: the service time"},
+    {{load_metric::reference_total_p50_ms.name, "ms", "median end-to-end time of a request sent alone: the service time"},
      {"load.capacity_count", "count",
       "the highest requests per second of any level times the service time: requests served at once, in effect"},
-     {"load.peak_requests_per_s", "requests/s", "the highest requests per second any level completed"},
+     {load_metric::peak_requests_per_s.name, "requests/s", "the highest requests per second any level completed"},
      {"load.knee_level_count", "count",
-      "the last level after which the next adds under 20 % requests per second (absent: still growing at the highest)",
+      "the first level no higher level beats by 20 % in requests per second (absent: still growing at the highest)",
       {.layer = "load knee (users or requests/s)", .per = "under load", .history = true}},
-     {"load.max_level_count", "count", "the highest level measured (users, or requests per second)"},
+     {load_metric::max_level_count.name, "count", "the highest level measured (users, or requests per second)"},
      {"load.ttft_p99_at_max_ms", "ms", "99th percentile TTFT at the highest level"},
      {"load.total_p99_at_max_ms", "ms", "99th percentile end-to-end time at the highest level"},
      {"load.throughput_at_max_tokens_per_s", "tokens/s", "output tokens per second at the highest level"},
@@ -56,6 +56,7 @@ const CheckInfo kLoadInfo{
       "share of the highest level's requests that succeeded within the load.slo_* limits"},
      {"load.goodput_level_count", "count",
       "the highest level at which 90 % of requests or more met the limits (absent: none did)"},
+     {"load.slo_limits_count", "count", "limits a request had to meet to count in the goodput (load.slo_*, which --slo sets)"},
      {"load.arrival_ks_ratio", "ratio",
       "with rates: the largest Kolmogorov-Smirnov distance of a level's sent gaps from its exponential distribution"},
      {"load.failures_count", "count", "failed requests"},
@@ -390,17 +391,22 @@ class LoadCheck final : public Check {
     if (auto v = stats::summarize(last.total).p99) out.set("total_p99_at_max_ms", *v);
     if (last.span_ms > 0) out.set("throughput_at_max_tokens_per_s", last.tokens / (last.span_ms / 1000));
     out.set("goodput_at_max_ratio", last.goodput());
+    out.set("slo_limits_count", (slo_ttft_ms_ > 0) + (slo_tpot_ms_ > 0) + (slo_total_ms_ > 0));
     if (goodput_level) out.set("goodput_level_count", *goodput_level);
     double ks = 0;
     for (const auto& l : done)
       if (l.ks) ks = std::max(ks, *l.ks);
     if (open_) out.set("arrival_ks_ratio", ks);
-    // The knee: where requests per second stopped growing; none while it grows at the highest.
-    for (std::size_t i = 1; i < done.size(); ++i)
-      if (done[i].requests_per_s() < 1.2 * done[i - 1].requests_per_s()) {
-        out.set("knee_level_count", done[i - 1].level);
+    // The knee: where requests per second stopped growing, the first level no higher one beats
+    // by 20 %; none while it grows at the highest.
+    for (std::size_t i = 0; i + 1 < done.size(); ++i) {
+      const bool grows = std::any_of(done.begin() + static_cast<std::ptrdiff_t>(i) + 1, done.end(),
+                                     [&](const LoadLevel& l) { return l.requests_per_s() >= 1.2 * done[i].requests_per_s(); });
+      if (!grows) {
+        out.set("knee_level_count", done[i].level);
         break;
       }
+    }
   }
 
   bool open_;

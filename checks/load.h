@@ -1,7 +1,14 @@
 #pragma once
-// The load check's settings, each declared here once.
+// The load check's metrics that other code reads (the workload's pricing) and its settings, each
+// declared here once.
 #include "checks/check.h"
 #include "checks/concurrency.h"
+
+namespace infdoctor::checks::load_metric {
+inline constexpr MetricKey reference_total_p50_ms{"load.reference_total_p50_ms"};
+inline constexpr MetricKey peak_requests_per_s{"load.peak_requests_per_s"};
+inline constexpr MetricKey max_level_count{"load.max_level_count"};
+}  // namespace infdoctor::checks::load_metric
 
 // What `--set load.NAME=VALUE` sets; the check lists them in its CheckInfo.
 namespace infdoctor::checks::load_setting {

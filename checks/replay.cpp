@@ -39,14 +39,14 @@ const CheckInfo kReplayInfo{
     "Your request bodies sent as they are (--body FILE): what their prompt, its stable prefix, the prompt cache and "
     "their max_tokens cost.",
     {{"replay.bodies_count", "count", "bodies sent"},
-     {"replay.body_bytes", "bytes", "median size of a body as sent"},
-     {"replay.prompt_tokens_count", "count", "median prompt tokens of a body, as the server counted them"},
+     {replay_metric::body_bytes.name, "bytes", "median size of a body as sent"},
+     {replay_metric::prompt_tokens_count.name, "count", "median prompt tokens of a body, as the server counted them"},
      {"replay.stable_prefix_tokens_count", "count",
       "of those, the part that is the same every time (system prompt, tools, earlier turns; with several bodies, the "
       "messages they all begin with): its share of the prompt's text times the prompt tokens"},
      {"replay.stable_prefix_ratio", "ratio", "that part's share of the prompt's text"},
      {"replay.max_tokens_count", "count", "median max_tokens the bodies ask for"},
-     {"replay.output_tokens_p50_count", "count", "median output tokens the answers used"},
+     {replay_metric::output_tokens_p50_count.name, "count", "median output tokens the answers used"},
      {"replay.first_ttft_ms", "ms", "median TTFT of each body's first send (the prompt cache cold for it)"},
      {"replay.repeat_ttft_p50_ms", "ms",
       "median TTFT of the sends after the first, each with a word of its own before its last user message"},

@@ -1,6 +1,13 @@
 #pragma once
-// The replay check's settings, each declared here once.
+// The replay check's metrics that other code reads (the workload's pricing) and its settings, each
+// declared here once.
 #include "checks/check.h"
+
+namespace infdoctor::checks::replay_metric {
+inline constexpr MetricKey body_bytes{"replay.body_bytes"};
+inline constexpr MetricKey prompt_tokens_count{"replay.prompt_tokens_count"};
+inline constexpr MetricKey output_tokens_p50_count{"replay.output_tokens_p50_count"};
+}  // namespace infdoctor::checks::replay_metric
 
 // What `--set replay.NAME=VALUE` sets (`--body FILE` sets replay.body); the check lists them in
 // its CheckInfo.

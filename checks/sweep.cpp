@@ -35,6 +35,8 @@ const CheckInfo kSweepInfo{
       {.layer = "prefill per prompt token", .per = "per prompt token", .explains = Explains::PerPromptToken, .history = true,
        .fit_r2 = "sweep.prefill_fit_r2_ratio"}},
      {sweep_metric::prefill_overhead_ms.name, "ms", "fitted TTFT at zero prompt tokens"},
+     {"sweep.small_prefill_ms_per_token", "ms",
+      "the small model's prefill per prompt token on the same endpoint (with --small-model): the hardware's balance of compute and bandwidth"},
      {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
      {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
      {sweep_metric::prefill_growth_ms_per_1k_tokens.name, "ms",
@@ -68,7 +70,45 @@ const CheckInfo kSweepInfo{
     {sweep_setting::prompt_tokens, sweep_setting::max_tokens, sweep_setting::repeats,
      sweep_setting::decode_prompt_tokens, sweep_setting::prefill_max_tokens, sweep_setting::workload_prompt_tokens}};
 
+// A fitted cost or time that cannot be below zero: below it, it is the fit's scatter, not the
+// server's, and it is read as zero and said (the fitted value kept in details.clamped).
+void set_physical(CheckResult& out, const std::string& name, double v) {
+  if (v < 0) out.details["clamped"][name] = v;
+  out.set(name, std::max(0.0, v));
+}
+
 class SweepCheck final : public Check {
+ private:
+  // The small model's prompt sizes: the sweep's smallest and one past it up to 2,048 tokens, where
+  // prefill is most of the first token without costing much.
+  std::vector<double> small_sizes() const {
+    if (prompts_.size() < 2) return {};
+    double large = prompts_[1];
+    for (const double p : prompts_)
+      if (p <= 2048) large = std::max(large, p);
+    return {prompts_.front(), large};
+  }
+
+  // The same prompts to the small model on the same endpoint: on the same hardware a prompt token
+  // costs about the same share of a decode token whatever the model's size (compute against
+  // memory bandwidth), so the small model's share tells the hardware's balance from the target's.
+  void small_prefill(CheckContext& ctx, RequestLoop& loop, CheckResult& out) const {
+    const std::string& small = ctx.models().small;
+    if (small.empty()) return;
+    std::vector<double> x, y;
+    for (const double p : small_sizes())
+      for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        ctx.progress("sweep: the small model's prefill at about " + std::to_string(static_cast<int>(p)) + " prompt tokens");
+        auto s = loop.send(api::synthetic_request(small, static_cast<int>(p), 1), {{"sweep", "small_prefill"}, {"prompt_tokens_asked", p}});
+        if (!s || !s->ok || !s->prompt_tokens) continue;
+        if (auto t = server_ttft_ms(*s)) {
+          x.push_back(static_cast<double>(*s->prompt_tokens));
+          y.push_back(*t);
+        }
+      }
+    if (auto f = stats::theil_sen(x, y)) set_physical(out, "small_prefill_ms_per_token", f->slope);
+  }
+
  public:
   explicit SweepCheck(const Options& o)
       : prompts_(o.numbers(sweep_setting::prompt_tokens)),
@@ -90,6 +130,9 @@ class SweepCheck final : public Check {
     for (double m : max_tokens_)
       steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)), repeats_, "target",
                        decode_prompt_, static_cast<long long>(m)});
+    for (const double p : small_sizes())
+      steps.push_back({"the small model's prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens",
+                       repeats_, "small", static_cast<long long>(p), 1});
     return steps;
   }
 
@@ -162,8 +205,8 @@ class SweepCheck final : public Check {
           "the model reasons before its first visible token and does not stream the reasoning: time to first token "
           "is prefill plus reasoning, however small max_tokens is";
     } else if (auto f = stats::theil_sen(px, py)) {
-      out.set("prefill_ms_per_token", f->slope);
-      out.set("prefill_overhead_ms", f->intercept);
+      set_physical(out, "prefill_ms_per_token", f->slope);
+      set_physical(out, "prefill_overhead_ms", f->intercept);
       out.set("prefill_fit_r2_ratio", f->r2);
       // Faster than a line (attention's quadratic term, KV-cache pressure, preemption): a curve
       // through each size's fastest first token (a tail or a neighbour only adds time, and least
@@ -189,7 +232,7 @@ class SweepCheck final : public Check {
       out.set("tpot_at_max_prompt_ms", hi);
       if (lo > 0) out.set("tpot_context_growth_ratio", hi / lo);
     }
-    if (auto f = stats::theil_sen(cx, cy)) out.set("decode_context_ms_per_1k_tokens", f->slope * 1000);
+    if (auto f = stats::theil_sen(cx, cy)) set_physical(out, "decode_context_ms_per_1k_tokens", f->slope * 1000);
 
     // Decode.
     std::vector<double> dx, dy, tpot;
@@ -235,13 +278,19 @@ class SweepCheck final : public Check {
     out.set("max_output_tokens_count", most);
     out.set("failures_count", loop.failures());
     if (auto f = stats::theil_sen(dx, dy)) {
-      out.set("decode_ms_per_token", f->slope);
-      out.set("decode_overhead_ms", f->intercept);
+      set_physical(out, "decode_ms_per_token", f->slope);
+      set_physical(out, "decode_overhead_ms", f->intercept);
       out.set("decode_fit_r2_ratio", f->r2);
     }
     if (auto v = stats::median(tpot)) out.set("tpot_p50_ms", *v);
+    small_prefill(ctx, loop, out);
     if (out.status == CheckStatus::Ok && px.empty() && dx.empty())
       return out.fail(core::make_error(core::ErrorCode::StreamError, "no sweep request succeeded"));
+    if (out.details.contains("clamped")) {
+      out.tables.push_back({"sweep: fits read as zero", {"fitted", "as"}, {}, ""});
+      for (const auto& [name, v] : out.details["clamped"].items()) out.tables.back().rows.push_back({name + " " + cell(v.get<double>()), "0"});
+      out.tables.back().note = "a cost or a time below zero is none: the line crosses zero within the points' scatter";
+    }
     return out;
   }
 

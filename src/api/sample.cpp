@@ -205,6 +205,11 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.prompt_tokens = stream->usage().prompt_tokens;
   if (s.prompt_tokens) s.prompt_tokens_source = kTokensFromUsage;
   s.cached_tokens = stream->usage().cached_tokens;
+  // llama.cpp's server says in its timings how many prompt tokens its slot's cache served
+  // (cache_n), where usage has no cached_tokens.
+  if (!stream->usage().cached_tokens && s.server_timings.is_object())
+    if (const auto it = s.server_timings.find("cache_n"); it != s.server_timings.end() && it->is_number_integer())
+      s.cached_tokens = it->get<std::int64_t>();
   s.output_tokens = stream->usage().completion_tokens;
   s.tokens_from_usage = s.output_tokens.has_value();
   if (s.tokens_from_usage) s.output_tokens_source = kTokensFromUsage;

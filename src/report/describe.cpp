@@ -21,7 +21,8 @@ std::string describe_workload(const std::map<std::string, double>& m) {
              streams = get(rm::workload_concurrency_count);
   if (!prompt || !output || !streams) return {};
   std::string out;
-  core::appendf(out, "Priced on a reference request of %.0f prompt and %.0f output tokens at %.0f stream%s", *prompt, *output,
+  core::appendf(out, "Priced on %s of %.0f prompt and %.0f output tokens at %.0f stream%s",
+                get(rm::workload_from_body_count) ? "your own request (--body)" : "a reference request", *prompt, *output,
                 *streams, *streams == 1 ? "" : "s");
   std::string terms;
   // A connection's setup is a term when the requests open connections (a server or proxy that

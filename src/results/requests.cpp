@@ -1,6 +1,7 @@
 #include "results/requests.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "checks/sweep.h"
 #include "core/clock.h"
@@ -53,7 +54,18 @@ CauseSignal signal_of(const std::string& cause) {
   const auto field = [](std::optional<double> S::*m) { return [m](const S& s) { return s.*m; }; };
   // The errors family has no cause of its own: its requests are the failed ones.
   const std::string_view signal = cause == "errors" ? "failed" : rules::cause_signal(cause);
-  if (signal == "ttft") return {"time to first token", field(&S::ttft_ms)};
+  // A first token shows the cause net of what others made it wait: the queue the server reported
+  // for it (Server-Timing's queue, TGI's x-queue-time), and, but for queueing itself, requests
+  // sent beside others are not the ones to show (their wait is the concurrency's).
+  if (signal == "ttft")
+    return {"time to first token, net of the server's queue",
+            [queueing = cause == "queueing"](const S& s) -> std::optional<double> {
+              if (!s.ttft_ms || (!queueing && s.in_flight > 1)) return std::nullopt;
+              double queue = 0;
+              if (auto it = s.server_timing_ms.find("queue"); it != s.server_timing_ms.end()) queue = it->second;
+              else if (auto h = s.headers.find("x-queue-time"); h != s.headers.end()) queue = std::atof(h->second.c_str());
+              return queueing ? *s.ttft_ms : *s.ttft_ms - queue;
+            }};
   if (signal == "tpot") return {"time per output token", field(&S::tpot_ms)};
   if (signal == "total") return {"end-to-end time", field(&S::total_ms)};
   if (signal == "connect") return {"connect time", field(&S::connect_ms)};

@@ -324,6 +324,8 @@ const std::vector<checks::MetricInfo>& run_metrics() {
       {run_metric::workload_output_tokens_count, "count", "the reference request's output tokens (--workload output=, default 128)"},
       {run_metric::workload_concurrency_count, "count", "the reference request's streams at once (--workload concurrency=, default the concurrency check's highest level)"},
       {run_metric::workload_body_bytes, "bytes", "the reference request's body, as the run sends a prompt of that length"},
+      {run_metric::workload_from_body_count, "count",
+       "1 when the reference request is the user's own (--body, without --workload sizing another): its prompt, output and bytes"},
       {run_metric::workload_network_ms, "ms", "the reference request's network time: one round trip of the path"},
       {run_metric::path_rtt_ms, "ms",
        "the round trip the requests cross to the endpoint: the path check's TCP round trip, or through a proxy, a request and its answer over an open tunnel (the transport check's reused first byte), since the path check then reaches only the proxy"},

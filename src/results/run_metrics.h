@@ -83,6 +83,7 @@ inline constexpr const char* workload_prompt_tokens_count = "run.workload_prompt
 inline constexpr const char* workload_output_tokens_count = "run.workload_output_tokens_count";
 inline constexpr const char* workload_concurrency_count = "run.workload_concurrency_count";
 inline constexpr const char* workload_body_bytes = "run.workload_body_bytes";
+inline constexpr const char* workload_from_body_count = "run.workload_from_body_count";
 inline constexpr const char* workload_network_ms = "run.workload_network_ms";
 inline constexpr const char* path_rtt_ms = "run.path_rtt_ms";
 inline constexpr const char* workload_overhead_ms = "run.workload_overhead_ms";

@@ -99,7 +99,10 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
       {&checks::sweep_setting::prompt_tokens, &o.prompt_tokens},
       {&checks::sweep_setting::max_tokens, &o.max_tokens},
       {&checks::coldstart_setting::idle_gaps, &o.idle_gaps},
-      {&cs::levels, &o.concurrency}};
+      {&cs::levels, &o.concurrency},
+      {&checks::load_setting::levels, &o.load_levels},
+      {&checks::load_setting::rates, &o.load_rates},
+      {&checks::load_setting::mix, &o.load_mix}};
   for (const auto& [s, value] : lists)
     if (!value->empty()) plan.options.set(*s, *value);
   if (o.max_concurrency > 0) plan.options.set(cs::max_streams, std::to_string(o.max_concurrency));

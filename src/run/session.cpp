@@ -11,6 +11,7 @@
 
 #include "api/endpoint_spec.h"
 #include "checks/coldstart.h"
+#include "checks/replay.h"
 #include "core/message.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
@@ -307,6 +308,7 @@ int Session::finish(results::RunResult& r) {
     for (const auto& m : {subject_.models.target, subject_.models.small})
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rules_.files;
+    if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
     choose_repro(r, steps(), bc);
     bc.partial = !r.interrupted_by.empty();
     pacer_->set_sample_sink({});

@@ -10,7 +10,9 @@
 #include "api/openai.h"
 #include "checks/baseline.h"
 #include "checks/concurrency.h"
+#include "checks/load.h"
 #include "checks/path.h"
+#include "checks/replay.h"
 #include "checks/sweep.h"
 #include "checks/transport.h"
 #include "core/strings.h"
@@ -108,23 +110,39 @@ core::Result<Workload> parse_workload(const std::string& text) {
                               "--workload: " + key + " must be a whole number from " + std::to_string(low) + ", got '" + v + "'",
                               kWant);
     *field = static_cast<int>(n);
+    if (key != "concurrency") w.sized = true;
   }
   return w;
 }
 
-std::map<std::string, double> price_workload(const Workload& w, const std::vector<checks::CheckResult>& checks) {
+std::map<std::string, double> price_workload(const Workload& given, const std::vector<checks::CheckResult>& checks) {
   std::map<std::string, double> out;
+  Workload w = given;
+  // The user's own request, replayed, is the reference request unless --workload sized another.
+  const auto body_prompt = metric(checks, checks::replay_metric::prompt_tokens_count),
+             body_output = metric(checks, checks::replay_metric::output_tokens_p50_count),
+             body_bytes = metric(checks, checks::replay_metric::body_bytes);
+  const bool body = !w.sized && body_prompt && body_output && body_bytes;
+  if (body) {
+    w.prompt_tokens = static_cast<int>(std::lround(*body_prompt));
+    w.output_tokens = std::max(1, static_cast<int>(std::lround(*body_output)));
+  }
   const double prompt = w.prompt_tokens, output = w.output_tokens;
   out[rm::workload_prompt_tokens_count] = prompt;
   out[rm::workload_output_tokens_count] = output;
+  if (body) out[rm::workload_from_body_count] = 1;
+  // Unless the workload says, its streams are the concurrency check's highest level, else the load
+  // ramp's highest (the load the run was asked to try), else one.
   int streams = w.concurrency;
-  if (streams == 0) streams = static_cast<int>(metric(checks, checks::concurrency_metric::max_level_count).value_or(1));
+  if (streams == 0)
+    streams = static_cast<int>(metric(checks, checks::concurrency_metric::max_level_count)
+                                   .value_or(metric(checks, checks::load_metric::max_level_count).value_or(1)));
   out[rm::workload_concurrency_count] = streams;
   // Its request body as the run would send it: the per-megabyte costs are priced on these bytes.
-  api::ChatRequest body;
-  body.prompt = api::synthetic_prompt(w.prompt_tokens);
-  body.max_tokens = w.output_tokens;
-  out[rm::workload_body_bytes] = static_cast<double>(api::build_chat_body(body).size());
+  api::ChatRequest request;
+  request.prompt = api::synthetic_prompt(w.prompt_tokens);
+  request.max_tokens = w.output_tokens;
+  out[rm::workload_body_bytes] = body ? *body_bytes : static_cast<double>(api::build_chat_body(request).size());
 
   // Through a proxy the path check reaches the proxy only; the round trip to the endpoint is the
   // transport check's request and answer over an open tunnel.
@@ -158,7 +176,15 @@ std::map<std::string, double> price_workload(const Workload& w, const std::vecto
     decode = at_context * std::max(0.0, output - 1);
     out[rm::workload_decode_ms] = *decode;
   }
-  const auto queue = queue_wait_at(checks, streams);
+  // Where the load ramp ran, its requests (of the workload's shape, users in a closed loop) price
+  // the wait: by the interactive response-time law a user of C waits R = C / X for each answer at
+  // the throughput X the server reaches, so the queue is C / X less the service time S alone. It
+  // replaces the concurrency check's reading from short requests: one queue, measured once.
+  std::optional<double> queue;
+  const auto peak = metric(checks, checks::load_metric::peak_requests_per_s),
+             service = metric(checks, checks::load_metric::reference_total_p50_ms);
+  if (peak && service && *peak > 0) queue = std::max(0.0, streams * 1000.0 / *peak - *service);
+  else queue = queue_wait_at(checks, streams);
   if (queue) out[rm::workload_queue_ms] = *queue;
   const double setup = price_setup(checks, out);
   if (first && decode) out[rm::workload_total_ms] = setup + *first + *decode;

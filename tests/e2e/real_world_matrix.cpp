@@ -11,7 +11,13 @@
 //     little with the context, no server-timing headers.
 // Every draw is seeded: a row names its seed, its models and what it drew, so it reproduces.
 //
-//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--list]
+//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--traits a,b] [--list]
+//
+// --traits puts traits of production servers and gateways under every row, besides the cause:
+// `no_usage` (no usage in the stream however asked, two tokens an event, ': keep-alive' comment
+// lines every 300 ms from the headers on, a role-only first event, timing headers as OpenAI sends
+// them) and `proxy` (every request through squid, given in $https_proxy; on the lab the client's
+// own route to the server closed, so only the proxy's tunnels reach it).
 //
 // --seeds: healthy backgrounds (default 5); --draws: draws per cause (default 3); --causes: only
 // these rows ("healthy" is the background alone). Without root the lab is missing: the round trip
@@ -42,6 +48,13 @@
 #include "net/subprocess.h"
 
 namespace {
+
+// The binaries it drives: this build's, or INFDOCTOR_TEST_BIN's and INFDOCTOR_TEST_FAKE_BIN's (a
+// copy of a build, so that the build tree can change while a long matrix runs).
+std::string driven(const char* variable, const char* built) {
+  const char* other = std::getenv(variable);
+  return other && *other ? other : built;
+}
 
 using namespace infdoctor;
 using nlohmann::json;
@@ -350,7 +363,11 @@ struct Row {
   bool pass = false, skipped = false;
 };
 
-Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
+struct Traits {
+  bool no_usage = false, proxy = false;
+};
+
+Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits) {
   Row row;
   row.cause = c.name;
   row.draw = std::to_string(seed);
@@ -360,9 +377,28 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
     row.note = "skipped: " + fake::Lab::unavailable_reason().value_or("no lab");
     return row;
   }
+  // Behind a proxy the client neither resolves the API host nor holds the connections the server's
+  // path loses segments on: those causes are the proxy's to see, not the run's.
+  if (traits.proxy && (c.name == "dns_slow" || c.name == "lossy_path")) {
+    row.skipped = true;
+    row.note = "not through a proxy: the proxy resolves the API host and holds the connections to it";
+    return row;
+  }
   std::mt19937_64 rng(seed);
   Background b = healthy(rng, lab);
+  if (traits.no_usage)
+    for (json* m : {&b.target, &b.small}) {
+      (*m)["stream_usage"] = false;
+      (*m)["tokens_per_event"] = 2;
+      (*m)["comment_every_ms"] = 300;
+      (*m)["role_chunk"] = true;
+      (*m)["timing_headers"] = true;
+    }
   Planted p = c.plant(rng, b);
+  if (traits.proxy) {
+    p.fault.via_proxy = true;
+    p.fault.lab_direct_closed = true;
+  }
   row.planted = p.description;
   row.background = b.summary;
   json scenario = {{"models", {{b.target_name, b.target}, {b.small_name, b.small}}}, {"seed", seed}};
@@ -382,7 +418,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
     f.lab_delay_ms = b.rtt_ms / 2;
     f.lab_loss_ratio = b.loss;
   }
-  auto env = fake::DemoEnvironment::start(f, INFDOCTOR_FAKE_BIN);
+  auto env = fake::DemoEnvironment::start(f, driven("INFDOCTOR_TEST_FAKE_BIN", INFDOCTOR_FAKE_BIN));
   if (!env.ok()) {
     row.got = "could not start: " + env.error().message;
     return row;
@@ -391,7 +427,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
   std::vector<std::string> argv = {"/usr/bin/env", "-u", "no_proxy", "-u", "NO_PROXY", "-u", "https_proxy", "-u",
                                    "HTTPS_PROXY", "-u", "http_proxy", "-u", "all_proxy", "-u", "ALL_PROXY"};
   if (!(*env)->proxy_url().empty()) argv.push_back("https_proxy=" + (*env)->proxy_url());
-  argv.insert(argv.end(), {INFDOCTOR_BIN, "run", "--base-url", (*env)->base_url(), "--model", b.target_name,
+  argv.insert(argv.end(), {driven("INFDOCTOR_TEST_BIN", INFDOCTOR_BIN), "run", "--base-url", (*env)->base_url(), "--model", b.target_name,
                                    "--small-model", b.small_name, "--api-key-env", "INFDOCTOR_MATRIX_NO_KEY",
                                    "--json", "-", "-s"});
   if (!(*env)->cacert().empty()) argv.insert(argv.end(), {"--cacert", (*env)->cacert()});
@@ -440,6 +476,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab) {
 
 int main(int argc, char** argv) {
   int seeds = 5, draws = 3, jobs = 2;
+  Traits traits;
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -454,6 +491,16 @@ int main(int argc, char** argv) {
     else if (a == "--draws") draws = std::atoi(value().c_str());
     else if (a == "--jobs") jobs = std::max(1, std::atoi(value().c_str()));
     else if (a == "--causes") for (const auto& c : core::split(value())) only.insert(c);
+    else if (a == "--traits") {
+      for (const auto& t : core::split(value())) {
+        if (t == "no_usage") traits.no_usage = true;
+        else if (t == "proxy") traits.proxy = true;
+        else {
+          std::fprintf(stderr, "real_world_matrix: unknown trait %s (no_usage, proxy)\n", t.c_str());
+          return 64;
+        }
+      }
+    }
     else if (a == "--list") {
       for (const auto& c : causes()) std::printf("%-16s %s\n", c.name.c_str(), c.expect.empty() ? "(healthy)" : c.expect.c_str());
       return 0;
@@ -479,7 +526,7 @@ int main(int argc, char** argv) {
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < todo.size(); i = next++) {
-      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab);
+      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits);
       std::fprintf(stderr, "real_world_matrix: %s seed %s: %s\n", rows[i].cause.c_str(), rows[i].draw.c_str(),
                    rows[i].skipped ? "skipped" : rows[i].pass ? "pass" : "FAIL");
     }
