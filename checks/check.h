@@ -55,13 +55,27 @@ struct MetricTags {
 };
 
 // A declared metric as code refers to it: its name as rules see it, "<check id>.<quantity>_<unit>".
-// A check declares the ones other code reads as constants in its header (checks/baseline.h, ...),
-// its CheckInfo names them through those, and readers look them up through them.
+// A check declares each of its metrics as a constant in its header (checks/baseline.h, ...): its
+// CheckInfo names it through that, the check sets it through it (CheckResult::set), and readers
+// look it up through it, so the name is spelled once (a registry test holds checks/*.cpp to it).
 struct MetricKey {
   const char* name;
   constexpr std::string_view check() const { return std::string_view(name).substr(0, std::string_view(name).find('.')); }
   // The name without the check id: how CheckResult::metrics holds it.
   constexpr std::string_view key() const { return std::string_view(name).substr(std::string_view(name).find('.') + 1); }
+};
+
+// The metrics a summary of kept raw values sets (CheckResult::add_summary), each a declared
+// constant of the check: median, 90th percentile and largest, and how many values there were
+// (not set when the check counts its samples otherwise).
+struct SummaryKeys {
+  MetricKey p50, p90, max;
+  std::optional<MetricKey> count = std::nullopt;
+};
+
+// The two ends of the seeded bootstrap 95 % interval of a median (CheckResult::add_median_ci).
+struct IntervalKeys {
+  MetricKey low, high;
 };
 
 struct MetricInfo {
@@ -72,10 +86,10 @@ struct MetricInfo {
 };
 
 // The check's one line in the report. The first headline whose `when` metric was measured (or
-// that has none) is shown; each {quantity_unit} is the check's metric, formatted by its unit ("-"
-// when unmeasured), and {quantity_ratio%} is a ratio shown as a percentage.
+// that has none: nullptr) is shown; each {quantity_unit} is the check's metric, formatted by its
+// unit ("-" when unmeasured), and {quantity_ratio%} is a ratio shown as a percentage.
 struct Headline {
-  const char* when;
+  const MetricKey* when;
   const char* text;
 };
 
@@ -173,14 +187,17 @@ struct CheckResult {
   CheckResult& fail(const core::Error& e);
   CheckResult& skip(std::string reason);
   void set(const std::string& name, double value) { metrics[name] = value; }
+  // How a check sets its own metrics: through the constant that declares each (checks/<id>.h), so
+  // that its name is spelled once.
+  void set(const MetricKey& m, double value);
   // The metric `m` when this is its check and it was measured.
   std::optional<double> metric(const MetricKey& m) const;
-  // `<prefix>_{p50,p90,max}_<unit>` and `<prefix>_samples_count` from kept raw values; with an
-  // empty prefix, `p50_<unit>` and `samples_count`.
-  void add_summary(const std::string& prefix, const std::string& unit, const std::vector<double>& values);
-  // `<stem>_ci_low_<unit>` and `<stem>_ci_high_<unit>`: the seeded bootstrap 95 % interval of the
-  // median, when there are enough values for one. `infdoctor compare` tells real differences by it.
-  void add_median_ci(const std::string& stem, const std::string& unit, const std::vector<double>& values);
+  // The count (when `keys` has one), median, 90th percentile and largest of kept raw values; only
+  // the count when there are none.
+  void add_summary(const SummaryKeys& keys, const std::vector<double>& values);
+  // The seeded bootstrap 95 % interval of the median, when there are enough values for one.
+  // `infdoctor compare` tells real differences by it.
+  void add_median_ci(const IntervalKeys& keys, const std::vector<double>& values);
 };
 
 nlohmann::json to_json(const CheckResult& r);

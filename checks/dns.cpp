@@ -26,21 +26,21 @@ const CheckInfo kDnsInfo{
     "How long each resolver takes to resolve the API host, and what it answers.",
     {{dns_metric::p50_ms.name, "ms", "median lookup time, first resolver",
       {.layer = "DNS", .per = "new connections", .history = true, .slo = "dns_p50_ms"}},
-     {"dns.p50_ci_low_ms", "ms", "95 % interval of the median lookup, low end"},
-     {"dns.p50_ci_high_ms", "ms", "95 % interval of the median lookup, high end"},
-     {"dns.p90_ms", "ms", "90th percentile lookup time, first resolver"},
-     {"dns.max_ms", "ms", "slowest lookup, first resolver"},
-     {"dns.samples_count", "count", "answered lookups, first resolver"},
-     {"dns.failures_count", "count", "lookups that failed, all resolvers"},
-     {"dns.timeouts_count", "count", "lookups that timed out, all resolvers"},
-     {"dns.nxdomain_count", "count", "NXDOMAIN answers, all resolvers"},
-     {"dns.servfail_count", "count", "SERVFAIL answers, all resolvers"},
-     {"dns.refused_count", "count", "REFUSED answers, all resolvers"},
-     {"dns.retries_count", "count", "answered lookups that needed a retry after a lost query"},
-     {"dns.resolvers_count", "count", "resolvers asked"},
-     {"dns.addresses_count", "count", "distinct addresses answered"},
-     {"dns.worst_p50_ms", "ms", "the slowest resolver's median"},
-     {"dns.min_ttl_s", "s", "smallest TTL answered"}},
+     {dns_metric::p50_ci_low_ms.name, "ms", "95 % interval of the median lookup, low end"},
+     {dns_metric::p50_ci_high_ms.name, "ms", "95 % interval of the median lookup, high end"},
+     {dns_metric::p90_ms.name, "ms", "90th percentile lookup time, first resolver"},
+     {dns_metric::max_ms.name, "ms", "slowest lookup, first resolver"},
+     {dns_metric::samples_count.name, "count", "answered lookups, first resolver"},
+     {dns_metric::failures_count.name, "count", "lookups that failed, all resolvers"},
+     {dns_metric::timeouts_count.name, "count", "lookups that timed out, all resolvers"},
+     {dns_metric::nxdomain_count.name, "count", "NXDOMAIN answers, all resolvers"},
+     {dns_metric::servfail_count.name, "count", "SERVFAIL answers, all resolvers"},
+     {dns_metric::refused_count.name, "count", "REFUSED answers, all resolvers"},
+     {dns_metric::retries_count.name, "count", "answered lookups that needed a retry after a lost query"},
+     {dns_metric::resolvers_count.name, "count", "resolvers asked"},
+     {dns_metric::addresses_count.name, "count", "distinct addresses answered"},
+     {dns_metric::worst_p50_ms.name, "ms", "the slowest resolver's median"},
+     {dns_metric::min_ttl_s.name, "s", "smallest TTL answered"}},
     {{nullptr, "p50 {p50_ms}, max {max_ms}, {failures_count} failed, {addresses_count} addresses"}},
     {dns_setting::samples, dns_setting::timeout_ms, dns_setting::tries, dns_setting::system, dns_setting::resolvers}};
 
@@ -148,8 +148,8 @@ class DnsCheck final : public Check {
       }
       const stats::Summary sum = stats::summarize(took);
       if (si == 0) {
-        out.add_summary("", "ms", took);
-        out.add_median_ci("p50", "ms", took);
+        out.add_summary({dns_metric::p50_ms, dns_metric::p90_ms, dns_metric::max_ms, dns_metric::samples_count}, took);
+        out.add_median_ci({dns_metric::p50_ci_low_ms, dns_metric::p50_ci_high_ms}, took);
       }
       if (sum.p50) worst_p50 = worst_p50 ? std::max(*worst_p50, *sum.p50) : *sum.p50;
       nlohmann::json row = {{"resolver", server.text()},
@@ -170,16 +170,16 @@ class DnsCheck final : public Check {
     addresses.insert(addresses.end(), v6.begin(), v6.end());
     int failed = 0;
     for (const auto& [_, n] : failures) failed += n;
-    out.set("failures_count", failed);
-    out.set("timeouts_count", failures["dns_timeout"]);
-    out.set("nxdomain_count", failures["dns_nxdomain"]);
-    out.set("servfail_count", failures["dns_servfail"]);
-    out.set("refused_count", failures["dns_refused"]);
-    out.set("retries_count", retries);
-    out.set("resolvers_count", static_cast<double>(servers.size()));
-    out.set("addresses_count", static_cast<double>(addresses.size()));
-    if (worst_p50) out.set("worst_p50_ms", *worst_p50);
-    if (min_ttl) out.set("min_ttl_s", *min_ttl);
+    out.set(dns_metric::failures_count, failed);
+    out.set(dns_metric::timeouts_count, failures["dns_timeout"]);
+    out.set(dns_metric::nxdomain_count, failures["dns_nxdomain"]);
+    out.set(dns_metric::servfail_count, failures["dns_servfail"]);
+    out.set(dns_metric::refused_count, failures["dns_refused"]);
+    out.set(dns_metric::retries_count, retries);
+    out.set(dns_metric::resolvers_count, static_cast<double>(servers.size()));
+    out.set(dns_metric::addresses_count, static_cast<double>(addresses.size()));
+    if (worst_p50) out.set(dns_metric::worst_p50_ms, *worst_p50);
+    if (min_ttl) out.set(dns_metric::min_ttl_s, *min_ttl);
     out.details["resolvers"] = per_resolver;
     out.details["addresses"] = addresses;
     resolvers_table.note = "addresses: " + (addresses.empty() ? std::string("none") : core::join(addresses));

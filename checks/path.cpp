@@ -33,28 +33,28 @@ const CheckInfo kPathInfo{
     "Round-trip time and loss to the API's addresses, and the hops on the way.",
     {{path_metric::tcp_rtt_p50_ms.name, "ms", "median TCP connect time to the API port",
       {.layer = "network path (TCP round trip)", .per = "every request", .explains = Explains::Whole, .history = true, .slo = "rtt_p50_ms"}},
-     {"path.tcp_rtt_p50_ci_low_ms", "ms", "95 % interval of the median TCP round trip, low end"},
-     {"path.tcp_rtt_p50_ci_high_ms", "ms", "95 % interval of the median TCP round trip, high end"},
-     {"path.tcp_rtt_p90_ms", "ms", "90th percentile TCP connect time"},
-     {"path.tcp_rtt_max_ms", "ms", "slowest TCP connect"},
-     {"path.tcp_rtt_samples_count", "count", "TCP connects that got an answer"},
-     {"path.tcp_loss_ratio", "ratio", "TCP connects with no answer in time"},
-     {"path.icmp_rtt_p50_ms", "ms", "median ICMP echo round trip"},
-     {"path.icmp_rtt_p90_ms", "ms", "90th percentile ICMP echo round trip"},
-     {"path.icmp_rtt_max_ms", "ms", "slowest ICMP echo round trip"},
-     {"path.icmp_rtt_samples_count", "count", "ICMP echo replies"},
-     {"path.icmp_loss_ratio", "ratio", "ICMP echoes with no reply"},
-     {"path.hops_count", "count", "hops to the destination"},
-     {"path.last_hop_rtt_ms", "ms", "median round trip of the last hop"},
-     {"path.rtt_spread_ms", "ms", "slowest address's median TCP RTT minus the fastest's"},
-     {"path.addresses_count", "count", "addresses probed"},
-     {"path.tcp_refused_count", "count", "TCP connects refused (RST): the host answered, nothing listens on the port"},
-     {"path.via_proxy_count", "count", "1 when the requests go through a proxy: the path probed is the one to the proxy"},
-     {"path.direct_answered_ratio", "ratio",
+     {path_metric::tcp_rtt_p50_ci_low_ms.name, "ms", "95 % interval of the median TCP round trip, low end"},
+     {path_metric::tcp_rtt_p50_ci_high_ms.name, "ms", "95 % interval of the median TCP round trip, high end"},
+     {path_metric::tcp_rtt_p90_ms.name, "ms", "90th percentile TCP connect time"},
+     {path_metric::tcp_rtt_max_ms.name, "ms", "slowest TCP connect"},
+     {path_metric::tcp_rtt_samples_count.name, "count", "TCP connects that got an answer"},
+     {path_metric::tcp_loss_ratio.name, "ratio", "TCP connects with no answer in time"},
+     {path_metric::icmp_rtt_p50_ms.name, "ms", "median ICMP echo round trip"},
+     {path_metric::icmp_rtt_p90_ms.name, "ms", "90th percentile ICMP echo round trip"},
+     {path_metric::icmp_rtt_max_ms.name, "ms", "slowest ICMP echo round trip"},
+     {path_metric::icmp_rtt_samples_count.name, "count", "ICMP echo replies"},
+     {path_metric::icmp_loss_ratio.name, "ratio", "ICMP echoes with no reply"},
+     {path_metric::hops_count.name, "count", "hops to the destination"},
+     {path_metric::last_hop_rtt_ms.name, "ms", "median round trip of the last hop"},
+     {path_metric::rtt_spread_ms.name, "ms", "slowest address's median TCP RTT minus the fastest's"},
+     {path_metric::addresses_count.name, "count", "addresses probed"},
+     {path_metric::tcp_refused_count.name, "count", "TCP connects refused (RST): the host answered, nothing listens on the port"},
+     {path_metric::via_proxy_count.name, "count", "1 when the requests go through a proxy: the path probed is the one to the proxy"},
+     {path_metric::direct_answered_ratio.name, "ratio",
       "through a proxy: the direct route's TCP connects to the API host that were accepted (0: the direct route is closed or does not resolve)"},
-     {"path.direct_refused_count", "count", "through a proxy: the direct route's TCP connects refused (RST)"}},
-    {{"via_proxy_count", "to the proxy: TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}; direct route accepted {direct_answered_ratio%} of connects"},
-     {"tcp_refused_count", "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
+     {path_metric::direct_refused_count.name, "count", "through a proxy: the direct route's TCP connects refused (RST)"}},
+    {{&path_metric::via_proxy_count, "to the proxy: TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}; direct route accepted {direct_answered_ratio%} of connects"},
+     {&path_metric::tcp_refused_count, "port refused {tcp_refused_count} connects (nothing listens there); its RST round trip p50 {tcp_rtt_p50_ms}"},
      {nullptr, "TCP RTT p50 {tcp_rtt_p50_ms}, loss {tcp_loss_ratio%}, {hops_count|hop}"}},
     {path_setting::samples, path_setting::timeout_ms, path_setting::interval_ms, path_setting::icmp,
      path_setting::trace, path_setting::max_hops, path_setting::probes_per_hop, path_setting::max_addresses}};
@@ -137,12 +137,14 @@ class PathCheck final : public Check {
         worst = worst ? std::max(*worst, *ts.p50) : *ts.p50;
       }
       if (ai == 0) {
-        out.add_summary("tcp_rtt", "ms", tcp);
-        out.add_median_ci("tcp_rtt_p50", "ms", tcp);
-        out.set("tcp_loss_ratio", tcp_loss);
+        out.add_summary({path_metric::tcp_rtt_p50_ms, path_metric::tcp_rtt_p90_ms, path_metric::tcp_rtt_max_ms,
+                         path_metric::tcp_rtt_samples_count},
+                        tcp);
+        out.add_median_ci({path_metric::tcp_rtt_p50_ci_low_ms, path_metric::tcp_rtt_p50_ci_high_ms}, tcp);
+        out.set(path_metric::tcp_loss_ratio, tcp_loss);
         // A refused connect took a round trip (the host's RST), but no server listens: said, not
         // counted as a healthy reply.
-        if (auto it = tcp_failures.find("connect_refused"); it != tcp_failures.end()) out.set("tcp_refused_count", it->second);
+        if (auto it = tcp_failures.find("connect_refused"); it != tcp_failures.end()) out.set(path_metric::tcp_refused_count, it->second);
       }
       // ICMP echo.
       if (icmp_) row["icmp"] = run_icmp(ctx, ip, ai == 0 ? &out : nullptr);
@@ -151,11 +153,11 @@ class PathCheck final : public Check {
       per_address.push_back(row);
     }
     out.details["addresses"] = per_address;
-    if (proxy) out.set("via_proxy_count", 1);
+    if (proxy) out.set(path_metric::via_proxy_count, 1);
     add_tables(out, per_address);
     if (proxy && !out.tables.empty()) {
       const auto& d = out.details["direct"];
-      const double accepted = out.metrics.count("direct_answered_ratio") ? out.metrics["direct_answered_ratio"] : 0;
+      const double accepted = out.metric(path_metric::direct_answered_ratio).value_or(0);
       out.tables.front().note = "the requests go through the proxy " + proxy->url + "; " +
                                 (d.contains("note") ? d["note"].get<std::string>()
                                  : accepted == 0 ? "the direct route to " + d.value("address", std::string()) + " is closed (" +
@@ -164,8 +166,8 @@ class PathCheck final : public Check {
                                                        "): the requests can only go through the proxy"
                                                  : "the direct route to " + d.value("address", std::string()) + " is open too");
     }
-    out.set("addresses_count", static_cast<double>(n_addr));
-    if (best && worst) out.set("rtt_spread_ms", *worst - *best);
+    out.set(path_metric::addresses_count, static_cast<double>(n_addr));
+    if (best && worst) out.set(path_metric::rtt_spread_ms, *worst - *best);
     if (!any_answer && first_error) return out.fail(*first_error);
     return out;
   }
@@ -180,7 +182,7 @@ class PathCheck final : public Check {
     if (direct.empty()) {
       row["note"] = "the API host does not resolve here; the proxy resolves it";
       out.details["direct"] = row;
-      out.set("direct_answered_ratio", 0);
+      out.set(path_metric::direct_answered_ratio, 0);
       return;
     }
     const std::string& ip = direct.front();
@@ -199,8 +201,8 @@ class PathCheck final : public Check {
     row["failures"] = failures;
     out.details["direct"] = row;
     if (tried == 0) return;
-    out.set("direct_answered_ratio", static_cast<double>(answered) / tried);
-    out.set("direct_refused_count", refused);
+    out.set(path_metric::direct_answered_ratio, static_cast<double>(answered) / tried);
+    out.set(path_metric::direct_refused_count, refused);
   }
 
   // The round trips per address, then each address's hop table (mtr's columns), from the rows
@@ -277,8 +279,10 @@ class PathCheck final : public Check {
     const stats::Summary s = stats::summarize(rtt);
     const double loss = sent > 0 ? 1.0 - static_cast<double>(rtt.size()) / sent : 1.0;
     if (primary) {
-      primary->add_summary("icmp_rtt", "ms", rtt);
-      primary->set("icmp_loss_ratio", loss);
+      primary->add_summary({path_metric::icmp_rtt_p50_ms, path_metric::icmp_rtt_p90_ms, path_metric::icmp_rtt_max_ms,
+                            path_metric::icmp_rtt_samples_count},
+                           rtt);
+      primary->set(path_metric::icmp_loss_ratio, loss);
     }
     return {{"status", "ok"},
             {"p50_ms", s.p50 ? nlohmann::json(*s.p50) : nlohmann::json(nullptr)},
@@ -320,8 +324,8 @@ class PathCheck final : public Check {
                       {"reached", h.reached}});
     }
     if (primary && tr.reached) {
-      primary->set("hops_count", static_cast<double>(tr.hops.size()));
-      if (last_p50) primary->set("last_hop_rtt_ms", *last_p50);
+      primary->set(path_metric::hops_count, static_cast<double>(tr.hops.size()));
+      if (last_p50) primary->set(path_metric::last_hop_rtt_ms, *last_p50);
     }
     nlohmann::json out = {{"mode", trace_}, {"reached", tr.reached}, {"table", hops}};
     if (!tr.status.ok()) {

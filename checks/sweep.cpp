@@ -33,48 +33,48 @@ const CheckInfo kSweepInfo{
     "TTFT against prompt tokens (prefill cost) and total time against output tokens (decode cost).",
     {{sweep_metric::prefill_ms_per_token.name, "ms", "fitted TTFT slope per prompt token",
       {.layer = "prefill per prompt token", .per = "per prompt token", .explains = Explains::PerPromptToken, .history = true,
-       .fit_r2 = "sweep.prefill_fit_r2_ratio"}},
+       .fit_r2 = sweep_metric::prefill_fit_r2_ratio.name}},
      {sweep_metric::prefill_overhead_ms.name, "ms", "fitted TTFT at zero prompt tokens"},
-     {"sweep.small_prefill_ms_per_token", "ms",
+     {sweep_metric::small_prefill_ms_per_token.name, "ms",
       "the small model's prefill per prompt token on the same endpoint (with --small-model): the hardware's balance of compute and bandwidth"},
-     {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
-     {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
+     {sweep_metric::prefill_fit_r2_ratio.name, "ratio", "how well a line explains TTFT against prompt tokens"},
+     {sweep_metric::prefill_samples_count.name, "count", "prefill requests that succeeded"},
      {sweep_metric::prefill_growth_ms_per_1k_tokens.name, "ms",
       "when TTFT grows faster than a line (a quadratic fits, its term beyond twice the points' scatter at the largest "
       "prompt): how much each prompt token's cost grows per 1,000 tokens of prompt, TTFT = a + (b + this x P / 1000) x P"},
      {sweep_metric::prefill_quad_ms_per_token.name, "ms", "that curve's cost per prompt token at a short prompt (b)"},
      {sweep_metric::prefill_quad_overhead_ms.name, "ms", "that curve's TTFT at zero prompt tokens (a)"},
-     {"sweep.hidden_reasoning_count", "count",
+     {sweep_metric::hidden_reasoning_count.name, "count",
       "prefill requests whose answer came after reasoning tokens that never arrived: their first token times the "
       "reasoning too, so no prefill is fitted"},
-     {"sweep.max_prompt_tokens_count", "count", "largest prompt (server tokens) measured"},
-     {"sweep.refused_prompt_tokens_count", "count",
+     {sweep_metric::max_prompt_tokens_count.name, "count", "largest prompt (server tokens) measured"},
+     {sweep_metric::refused_prompt_tokens_count.name, "count",
       "smallest prompt (tokens asked) the model refused as longer than its context: a limit, not a failure; larger "
       "sizes are not sent"},
-     {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
-     {"sweep.tpot_at_min_prompt_ms", "ms", "median time per output token after the smallest prompt"},
-     {"sweep.tpot_at_max_prompt_ms", "ms", "median time per output token after the largest prompt"},
+     {sweep_metric::ttft_at_max_prompt_ms.name, "ms", "median TTFT at the largest prompt"},
+     {sweep_metric::tpot_at_min_prompt_ms.name, "ms", "median time per output token after the smallest prompt"},
+     {sweep_metric::tpot_at_max_prompt_ms.name, "ms", "median time per output token after the largest prompt"},
      {sweep_metric::decode_context_ms_per_1k_tokens.name, "ms", "fitted growth of the time per output token per 1,000 tokens of context"},
-     {"sweep.tpot_context_growth_ratio", "ratio", "time per output token after the largest prompt over after the smallest"},
+     {sweep_metric::tpot_context_growth_ratio.name, "ratio", "time per output token after the largest prompt over after the smallest"},
      {sweep_metric::decode_ms_per_token.name, "ms", "fitted end-to-end slope per output token",
       {.history = true}},
-     {"sweep.decode_overhead_ms", "ms", "fitted end-to-end time at zero output tokens"},
-     {"sweep.decode_fit_r2_ratio", "ratio", "how well a line explains total time against output tokens"},
-     {"sweep.decode_samples_count", "count", "decode requests that succeeded"},
-     {"sweep.tpot_p50_ms", "ms", "median time per output token of the decode requests"},
-     {"sweep.max_output_tokens_count", "count", "most output tokens any decode request produced"},
-     {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
-     {"sweep.failures_count", "count", "failed requests"}},
-    {{"hidden_reasoning_count", "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
+     {sweep_metric::decode_overhead_ms.name, "ms", "fitted end-to-end time at zero output tokens"},
+     {sweep_metric::decode_fit_r2_ratio.name, "ratio", "how well a line explains total time against output tokens"},
+     {sweep_metric::decode_samples_count.name, "count", "decode requests that succeeded"},
+     {sweep_metric::tpot_p50_ms.name, "ms", "median time per output token of the decode requests"},
+     {sweep_metric::max_output_tokens_count.name, "count", "most output tokens any decode request produced"},
+     {sweep_metric::stopped_early_count.name, "count", "decode requests that stopped before max_tokens"},
+     {sweep_metric::failures_count.name, "count", "failed requests"}},
+    {{&sweep_metric::hidden_reasoning_count, "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
      {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"}},
     {sweep_setting::prompt_tokens, sweep_setting::max_tokens, sweep_setting::repeats,
      sweep_setting::decode_prompt_tokens, sweep_setting::prefill_max_tokens, sweep_setting::workload_prompt_tokens}};
 
 // A fitted cost or time that cannot be below zero: below it, it is the fit's scatter, not the
 // server's, and it is read as zero and said (the fitted value kept in details.clamped).
-void set_physical(CheckResult& out, const std::string& name, double v) {
-  if (v < 0) out.details["clamped"][name] = v;
-  out.set(name, std::max(0.0, v));
+void set_physical(CheckResult& out, const MetricKey& m, double v) {
+  if (v < 0) out.details["clamped"][std::string(m.key())] = v;
+  out.set(m, std::max(0.0, v));
 }
 
 class SweepCheck final : public Check {
@@ -106,7 +106,7 @@ class SweepCheck final : public Check {
           y.push_back(*t);
         }
       }
-    if (auto f = stats::theil_sen(x, y)) set_physical(out, "small_prefill_ms_per_token", f->slope);
+    if (auto f = stats::theil_sen(x, y)) set_physical(out, sweep_metric::small_prefill_ms_per_token, f->slope);
   }
 
  public:
@@ -159,7 +159,7 @@ class SweepCheck final : public Check {
         if (!s) break;
         if (!s->ok) {
           if (s->http_status == 400 || s->http_status == 413) refused = true;  // too long for the model
-          if (s->limit == "context_length") out.set("refused_prompt_tokens_count", want);
+          if (s->limit == "context_length") out.set(sweep_metric::refused_prompt_tokens_count, want);
           break;
         }
         const double tokens = s->prompt_tokens ? static_cast<double>(*s->prompt_tokens) : want;
@@ -192,22 +192,22 @@ class SweepCheck final : public Check {
         tpot_largest = tpot_here;
       }
     }
-    out.set("prefill_samples_count", static_cast<double>(px.size()));
+    out.set(sweep_metric::prefill_samples_count, static_cast<double>(px.size()));
     if (largest) {
-      out.set("max_prompt_tokens_count", *largest);
-      out.set("ttft_at_max_prompt_ms", *stats::median(at_largest));
+      out.set(sweep_metric::max_prompt_tokens_count, *largest);
+      out.set(sweep_metric::ttft_at_max_prompt_ms, *stats::median(at_largest));
     }
     // Hidden reasoning puts the model's thinking, whose length the prompt changes, before the
     // first token: a line through those first tokens would fit the thinking, not the prefill.
     if (hidden_reasoning > 0) {
-      out.set("hidden_reasoning_count", hidden_reasoning);
+      out.set(sweep_metric::hidden_reasoning_count, hidden_reasoning);
       out.details["prefill_not_fitted"] =
           "the model reasons before its first visible token and does not stream the reasoning: time to first token "
           "is prefill plus reasoning, however small max_tokens is";
     } else if (auto f = stats::theil_sen(px, py)) {
-      set_physical(out, "prefill_ms_per_token", f->slope);
-      set_physical(out, "prefill_overhead_ms", f->intercept);
-      out.set("prefill_fit_r2_ratio", f->r2);
+      set_physical(out, sweep_metric::prefill_ms_per_token, f->slope);
+      set_physical(out, sweep_metric::prefill_overhead_ms, f->intercept);
+      out.set(sweep_metric::prefill_fit_r2_ratio, f->r2);
       // Faster than a line (attention's quadratic term, KV-cache pressure, preemption): a curve
       // through each size's fastest first token (a tail or a neighbour only adds time, and least
       // squares would follow it), kept when its quadratic term at the largest prompt is over
@@ -221,18 +221,18 @@ class SweepCheck final : public Check {
         qy.push_back(point.second);
       }
       if (const auto q = stats::quadratic_fit(qx, qy); q && q->c > 0 && largest && q->c * *largest * *largest > 2 * q->max_residual) {
-        out.set("prefill_growth_ms_per_1k_tokens", q->c * 1000);
-        out.set("prefill_quad_ms_per_token", q->b);
-        out.set("prefill_quad_overhead_ms", q->a);
+        out.set(sweep_metric::prefill_growth_ms_per_1k_tokens, q->c * 1000);
+        out.set(sweep_metric::prefill_quad_ms_per_token, q->b);
+        out.set(sweep_metric::prefill_quad_overhead_ms, q->a);
       }
     }
     if (!tpot_first.empty()) {
       const double lo = *stats::median(tpot_first), hi = *stats::median(tpot_largest);
-      out.set("tpot_at_min_prompt_ms", lo);
-      out.set("tpot_at_max_prompt_ms", hi);
-      if (lo > 0) out.set("tpot_context_growth_ratio", hi / lo);
+      out.set(sweep_metric::tpot_at_min_prompt_ms, lo);
+      out.set(sweep_metric::tpot_at_max_prompt_ms, hi);
+      if (lo > 0) out.set(sweep_metric::tpot_context_growth_ratio, hi / lo);
     }
-    if (auto f = stats::theil_sen(cx, cy)) set_physical(out, "decode_context_ms_per_1k_tokens", f->slope * 1000);
+    if (auto f = stats::theil_sen(cx, cy)) set_physical(out, sweep_metric::decode_context_ms_per_1k_tokens, f->slope * 1000);
 
     // Decode.
     std::vector<double> dx, dy, tpot;
@@ -273,16 +273,16 @@ class SweepCheck final : public Check {
         if (auto t = server_ttft_ms(*s)) seen_ttft.push_back(*t);
       }
     }
-    out.set("decode_samples_count", static_cast<double>(dx.size()));
-    out.set("stopped_early_count", stopped_early);
-    out.set("max_output_tokens_count", most);
-    out.set("failures_count", loop.failures());
+    out.set(sweep_metric::decode_samples_count, static_cast<double>(dx.size()));
+    out.set(sweep_metric::stopped_early_count, stopped_early);
+    out.set(sweep_metric::max_output_tokens_count, most);
+    out.set(sweep_metric::failures_count, loop.failures());
     if (auto f = stats::theil_sen(dx, dy)) {
-      set_physical(out, "decode_ms_per_token", f->slope);
-      set_physical(out, "decode_overhead_ms", f->intercept);
-      out.set("decode_fit_r2_ratio", f->r2);
+      set_physical(out, sweep_metric::decode_ms_per_token, f->slope);
+      set_physical(out, sweep_metric::decode_overhead_ms, f->intercept);
+      out.set(sweep_metric::decode_fit_r2_ratio, f->r2);
     }
-    if (auto v = stats::median(tpot)) out.set("tpot_p50_ms", *v);
+    if (auto v = stats::median(tpot)) out.set(sweep_metric::tpot_p50_ms, *v);
     small_prefill(ctx, loop, out);
     if (out.status == CheckStatus::Ok && px.empty() && dx.empty())
       return out.fail(core::make_error(core::ErrorCode::StreamError, "no sweep request succeeded"));

@@ -25,43 +25,43 @@ const CheckInfo kTransportInfo{
     "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
     {{transport_metric::connect_p50_ms.name, "ms", "median TCP connect, fresh connections",
       {.layer = "TCP connect", .per = "new connections", .history = true}},
-     {"transport.connect_p90_ms", "ms", "90th percentile TCP connect, fresh connections"},
-     {"transport.connect_max_ms", "ms", "slowest TCP connect, fresh connections"},
-     {"transport.connect_p50_ci_low_ms", "ms", "95 % interval of the median connect, low end"},
-     {"transport.connect_p50_ci_high_ms", "ms", "95 % interval of the median connect, high end"},
+     {transport_metric::connect_p90_ms.name, "ms", "90th percentile TCP connect, fresh connections"},
+     {transport_metric::connect_max_ms.name, "ms", "slowest TCP connect, fresh connections"},
+     {transport_metric::connect_p50_ci_low_ms.name, "ms", "95 % interval of the median connect, low end"},
+     {transport_metric::connect_p50_ci_high_ms.name, "ms", "95 % interval of the median connect, high end"},
      {transport_metric::tunnel_p50_ms.name, "ms",
       "through a proxy: median time from the TCP connect to the proxy to its answer to CONNECT (it resolves the host, connects to it and answers), fresh connections"},
      {transport_metric::via_proxy_count.name, "count", "1 when the requests go through a proxy: then connect is to the proxy, and one route is measured, not each address"},
      {transport_metric::tls_p50_ms.name, "ms", "median TLS handshake, fresh connections",
       {.layer = "TLS handshake", .per = "new connections", .history = true, .slo = "tls_p50_ms"}},
-     {"transport.tls_p50_ci_low_ms", "ms", "95 % interval of the median TLS handshake, low end"},
-     {"transport.tls_p50_ci_high_ms", "ms", "95 % interval of the median TLS handshake, high end"},
-     {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
+     {transport_metric::tls_p50_ci_low_ms.name, "ms", "95 % interval of the median TLS handshake, low end"},
+     {transport_metric::tls_p50_ci_high_ms.name, "ms", "95 % interval of the median TLS handshake, high end"},
+     {transport_metric::tls_max_ms.name, "ms", "slowest TLS handshake"},
      {transport_metric::ttfb_p50_ms.name, "ms", "median time to first byte from the request's start, fresh connections",
       {.history = true, .column = "TTFB p50"}},
-     {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections",
+     {transport_metric::server_wait_p50_ms.name, "ms", "median time from request sent to first byte, fresh connections",
       {.layer = "server wait (first byte)", .per = "every request"}},
-     {"transport.server_wait_p50_ci_low_ms", "ms", "95 % interval of the median server wait, low end"},
-     {"transport.server_wait_p50_ci_high_ms", "ms", "95 % interval of the median server wait, high end"},
+     {transport_metric::server_wait_p50_ci_low_ms.name, "ms", "95 % interval of the median server wait, low end"},
+     {transport_metric::server_wait_p50_ci_high_ms.name, "ms", "95 % interval of the median server wait, high end"},
      {transport_metric::reused_ttfb_p50_ms.name, "ms", "median time to first byte on a reused connection"},
-     {"transport.reuse_saves_ms", "ms", "fresh minus reused median time to first byte"},
-     {"transport.keepalive_ratio", "ratio", "requests that did reuse the kept-alive connection"},
-     {"transport.cert_chain_count", "count", "certificates the server sent"},
-     {"transport.cert_chain_bytes", "bytes", "their DER size"},
-     {"transport.tls13_ratio", "ratio", "1 when TLS 1.3 was negotiated, 0 for older versions"},
-     {"transport.resumption_tries_count", "count",
+     {transport_metric::reuse_saves_ms.name, "ms", "fresh minus reused median time to first byte"},
+     {transport_metric::keepalive_ratio.name, "ratio", "requests that did reuse the kept-alive connection"},
+     {transport_metric::cert_chain_count.name, "count", "certificates the server sent"},
+     {transport_metric::cert_chain_bytes.name, "bytes", "their DER size"},
+     {transport_metric::tls13_ratio.name, "ratio", "1 when TLS 1.3 was negotiated, 0 for older versions"},
+     {transport_metric::resumption_tries_count.name, "count",
       "fresh connections that offered the TLS session the connection before them was given"},
-     {"transport.resumption_ratio", "ratio", "of those, the share the server resumed (an abbreviated handshake)"},
-     {"transport.resumed_tls_p50_ms", "ms", "median TLS handshake of the resumed connections"},
-     {"transport.resumption_saves_ms", "ms", "median full handshake minus median resumed one"},
-     {"transport.samples_count", "count", "fresh connections that succeeded, first address"},
-     {"transport.failures_count", "count", "requests that failed, all addresses"},
-     {"transport.connect_spread_ms", "ms", "slowest address's median connect minus the fastest's"},
-     {"transport.addresses_count", "count", "addresses probed"},
-     {"transport.not_found_count", "count",
+     {transport_metric::resumption_ratio.name, "ratio", "of those, the share the server resumed (an abbreviated handshake)"},
+     {transport_metric::resumed_tls_p50_ms.name, "ms", "median TLS handshake of the resumed connections"},
+     {transport_metric::resumption_saves_ms.name, "ms", "median full handshake minus median resumed one"},
+     {transport_metric::samples_count.name, "count", "fresh connections that succeeded, first address"},
+     {transport_metric::failures_count.name, "count", "requests that failed, all addresses"},
+     {transport_metric::connect_spread_ms.name, "ms", "slowest address's median connect minus the fastest's"},
+     {transport_metric::addresses_count.name, "count", "addresses probed"},
+     {transport_metric::not_found_count.name, "count",
       "GETs of the models list that answered 404, set when every one did (a base URL without /v1 does that)"}},
-    {{"not_found_count", "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
-     {"tunnel_p50_ms", "through the proxy: connect {connect_p50_ms}, tunnel {tunnel_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"},
+    {{&transport_metric::not_found_count, "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
+     {&transport_metric::tunnel_p50_ms, "through the proxy: connect {connect_p50_ms}, tunnel {tunnel_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"},
      {nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}},
     {transport_setting::samples, transport_setting::max_addresses, transport_setting::path}};
 
@@ -208,44 +208,45 @@ class TransportCheck final : public Check {
         worst = worst ? std::max(*worst, *cs.p50) : *cs.p50;
       }
       if (ai == 0) {
-        out.add_summary("connect", "ms", connect);
-        out.add_median_ci("connect_p50", "ms", connect);
-        out.add_median_ci("tls_p50", "ms", tls);
-        out.add_median_ci("server_wait_p50", "ms", wait);
-        out.metrics.erase("connect_samples_count");
-        out.set("samples_count", static_cast<double>(fs.count));
+        // Its samples are counted by their first bytes (samples_count), not by their connects.
+        out.add_summary({transport_metric::connect_p50_ms, transport_metric::connect_p90_ms, transport_metric::connect_max_ms},
+                        connect);
+        out.add_median_ci({transport_metric::connect_p50_ci_low_ms, transport_metric::connect_p50_ci_high_ms}, connect);
+        out.add_median_ci({transport_metric::tls_p50_ci_low_ms, transport_metric::tls_p50_ci_high_ms}, tls);
+        out.add_median_ci({transport_metric::server_wait_p50_ci_low_ms, transport_metric::server_wait_p50_ci_high_ms}, wait);
+        out.set(transport_metric::samples_count, static_cast<double>(fs.count));
         if (ls.p50) {
-          out.set("tls_p50_ms", *ls.p50);
-          out.set("tls_max_ms", *ls.max);
+          out.set(transport_metric::tls_p50_ms, *ls.p50);
+          out.set(transport_metric::tls_max_ms, *ls.max);
         }
-        if (fs.p50) out.set("ttfb_p50_ms", *fs.p50);
-        if (auto v = stats::median(tunnel)) out.set("tunnel_p50_ms", *v);
-        if (proxy) out.set("via_proxy_count", 1);
-        if (ws.p50) out.set("server_wait_p50_ms", *ws.p50);
-        if (rs.p50) out.set("reused_ttfb_p50_ms", *rs.p50);
-        if (saves) out.set("reuse_saves_ms", *saves);
-        if (reuse_tries > 0) out.set("keepalive_ratio", keepalive);
-        if (fs.count > 0 && not_found == static_cast<int>(fs.count)) out.set("not_found_count", not_found);
+        if (fs.p50) out.set(transport_metric::ttfb_p50_ms, *fs.p50);
+        if (auto v = stats::median(tunnel)) out.set(transport_metric::tunnel_p50_ms, *v);
+        if (proxy) out.set(transport_metric::via_proxy_count, 1);
+        if (ws.p50) out.set(transport_metric::server_wait_p50_ms, *ws.p50);
+        if (rs.p50) out.set(transport_metric::reused_ttfb_p50_ms, *rs.p50);
+        if (saves) out.set(transport_metric::reuse_saves_ms, *saves);
+        if (reuse_tries > 0) out.set(transport_metric::keepalive_ratio, keepalive);
+        if (fs.count > 0 && not_found == static_cast<int>(fs.count)) out.set(transport_metric::not_found_count, not_found);
         if (tls_info) {
-          out.set("cert_chain_count", tls_info->chain_count);
-          out.set("cert_chain_bytes", tls_info->chain_bytes);
-          out.set("tls13_ratio", tls_info->version == "TLSv1.3" ? 1.0 : 0.0);
+          out.set(transport_metric::cert_chain_count, tls_info->chain_count);
+          out.set(transport_metric::cert_chain_bytes, tls_info->chain_bytes);
+          out.set(transport_metric::tls13_ratio, tls_info->version == "TLSv1.3" ? 1.0 : 0.0);
         }
         if (resume_tries > 0) {
-          out.set("resumption_tries_count", resume_tries);
-          out.set("resumption_ratio", static_cast<double>(resumed) / resume_tries);
+          out.set(transport_metric::resumption_tries_count, resume_tries);
+          out.set(transport_metric::resumption_ratio, static_cast<double>(resumed) / resume_tries);
         }
         if (auto v = stats::median(resumed_tls)) {
-          out.set("resumed_tls_p50_ms", *v);
-          if (ls.p50) out.set("resumption_saves_ms", *ls.p50 - *v);
+          out.set(transport_metric::resumed_tls_p50_ms, *v);
+          if (ls.p50) out.set(transport_metric::resumption_saves_ms, *ls.p50 - *v);
         }
       }
     }
     out.details["addresses"] = per_address;
     if (!addresses_table.rows.empty()) out.tables.push_back(std::move(addresses_table));
-    out.set("failures_count", failures);
-    out.set("addresses_count", static_cast<double>(n_addr));
-    if (best && worst) out.set("connect_spread_ms", *worst - *best);
+    out.set(transport_metric::failures_count, failures);
+    out.set(transport_metric::addresses_count, static_cast<double>(n_addr));
+    if (best && worst) out.set(transport_metric::connect_spread_ms, *worst - *best);
     if (!any_ok && first_error) return out.fail(*first_error);
     return out;
   }

@@ -12,6 +12,7 @@
 #include "core/redact.h"
 #include "core/strings.h"
 #include "report/prometheus.h"
+#include "run/slo.h"
 
 namespace infdoctor::cli {
 

@@ -22,7 +22,7 @@
 #include "checks/transport.h"
 #include "core/redact.h"
 #include "core/strings.h"
-#include "run/runner.h"
+#include "run/slo.h"
 #include "stats/series.h"
 
 namespace infdoctor::run {

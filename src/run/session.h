@@ -22,6 +22,7 @@
 #include "report/prometheus.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "run/slo.h"
 
 namespace infdoctor::run {
 

@@ -12,6 +12,7 @@
 
 #include "rules/embedded.h"
 #include "run/runner.h"
+#include "run/slo.h"
 #include "support/rule_text.h"
 
 namespace infdoctor::rules {
