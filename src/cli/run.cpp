@@ -147,7 +147,9 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
   cmd->add_option("--slo", opts->slo,
                   "your own limits, e.g. ttft_p50_ms=2000,itl_p99_ms=80 (or full metric names): a violated one is a "
-                  "finding and sets the exit code");
+                  "finding and sets the exit code. Limits on TTFT, time per token and the total are judged on the "
+                  "reference request (--workload's or --body's shape, its queue counted in the total) and, with "
+                  "the load check, on each of its requests (the goodput)");
   cmd->add_option("--prom", out.prom,
                   "write the run's metrics to FILE in Prometheus's text format, under a temporary name first (for "
                   "node_exporter's textfile collector): seconds and bytes, infdoctor_probe_success, "

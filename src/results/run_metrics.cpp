@@ -333,6 +333,7 @@ const std::vector<checks::MetricInfo>& run_metrics() {
       {run_metric::workload_prefill_ms, "ms", "the reference request's prefill: the fitted cost per prompt token times its prompt tokens"},
       {run_metric::workload_tpot_ms_per_token, "ms", "the reference request's time per output token at its context: the baseline's, plus the sweep's growth with context"},
       {run_metric::workload_decode_ms, "ms", "the reference request's decode: that time per token times its output tokens after the first"},
+      {run_metric::workload_ttft_ms, "ms", "the reference request's first token: its connection setup, then the first token at its prompt"},
       {run_metric::workload_queue_ms, "ms", "the reference request's mean wait for a slot at the concurrency check's level nearest its streams"},
       {run_metric::workload_total_ms, "ms", "the reference request's end-to-end time alone: its connection setup, its first token, then decode (the queue comes on top)"},
       {run_metric::workload_new_connection_ratio, "ratio",

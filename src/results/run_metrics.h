@@ -89,6 +89,7 @@ inline constexpr const char* path_rtt_ms = "run.path_rtt_ms";
 inline constexpr const char* workload_overhead_ms = "run.workload_overhead_ms";
 inline constexpr const char* workload_prefill_ms = "run.workload_prefill_ms";
 inline constexpr const char* workload_tpot_ms_per_token = "run.workload_tpot_ms_per_token";
+inline constexpr const char* workload_ttft_ms = "run.workload_ttft_ms";
 inline constexpr const char* workload_decode_ms = "run.workload_decode_ms";
 inline constexpr const char* workload_queue_ms = "run.workload_queue_ms";
 inline constexpr const char* workload_new_connection_ratio = "run.workload_new_connection_ratio";

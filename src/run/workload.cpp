@@ -187,6 +187,7 @@ std::map<std::string, double> price_workload(const Workload& given, const std::v
   else queue = queue_wait_at(checks, streams);
   if (queue) out[rm::workload_queue_ms] = *queue;
   const double setup = price_setup(checks, out);
+  if (first) out[rm::workload_ttft_ms] = setup + *first;
   if (first && decode) out[rm::workload_total_ms] = setup + *first + *decode;
   return out;
 }

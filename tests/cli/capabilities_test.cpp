@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "checks/check.h"
 #include "net/subprocess.h"
 #include "support/fake_process.h"
 #include "support/results.h"
@@ -26,6 +27,7 @@ struct Ran {
   nlohmann::json results;
   int exit_code = -1;
   std::string out;
+  std::string err;
 };
 Ran run(const std::vector<std::string>& args, bool json = true) {
   std::vector<std::string> argv = {test::infdoctor_bin()};
@@ -36,7 +38,7 @@ Ran run(const std::vector<std::string>& args, bool json = true) {
   REQUIRE(r.ok());
   REQUIRE_FALSE(r->timed_out);
   INFO(r->err);
-  Ran out{nullptr, r->exit_code, r->out};
+  Ran out{nullptr, r->exit_code, r->out, r->err};
   if (json) {
     out.results = nlohmann::json::parse(r->out, nullptr, false);
     REQUIRE_MESSAGE(!out.results.is_discarded(), "not JSON: " << r->out);
@@ -77,6 +79,46 @@ TEST_CASE("realistic: a load ramp on a server of k slots prices the queue by the
   MESSAGE("the ramp's service " << service << " ms, capacity " << load["capacity_count"] << "; queue priced "
                                 << (*q)["impact_ms"] << " ms against the law's " << law << "; goodput "
                                 << load["goodput_at_max_ratio"] << "; exit " << r.exit_code);
+}
+
+TEST_CASE("realistic: --slo is judged on the workload's request, and the sentence says the limit, the value and the excess") {
+  const double prefill = draw(0.2, 0.4);
+  const int prompt = std::uniform_int_distribution<int>(3000, 5000)(test::rng());
+  MESSAGE("planted: " << prefill << " ms a prompt token; the workload's prompt " << prompt << " tokens");
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 60, "prefill_ms_per_token": )" +
+                                 std::to_string(prefill) + R"(, "decode_ms_per_token": 10, "jitter_ms": 2}}})");
+  // Halfway up the workload's prefill: far above the baseline's short request, far below the workload's.
+  const double limit = std::round(60 + 0.5 * prompt * prefill);
+  const auto r = run({"run", "--base-url", server->base_url(), "--model", "Qwen2.5-7B-Instruct", "--checks", "baseline,sweep",
+                      "--workload", "prompt=" + std::to_string(prompt) + ",output=32", "--slo",
+                      "ttft_p50_ms=" + checks::format_number(limit)});
+  const auto& j = r.results;
+  CAPTURE(findings_of(j));
+  const double priced = j["run"]["metrics"]["workload_ttft_ms"].get<double>();
+  CHECK(priced == doctest::Approx(60 + prompt * prefill).epsilon(0.15));
+  CHECK(j["checks"]["baseline"]["metrics"]["ttft_p50_ms"].get<double>() < limit);
+  const auto* f = rule(j, "slo.baseline.ttft_p50_ms");
+  REQUIRE(f != nullptr);
+  CHECK((*f)["impact_ms"].get<double>() == doctest::Approx(priced - limit));
+  const std::string said = (*f)["explanation"];
+  CHECK(said.find("is " + checks::format_number(limit) + " ms;") != std::string::npos);
+  CHECK(said.find("over it") != std::string::npos);
+  CHECK(r.exit_code >= 1);
+  MESSAGE("limit " << limit << " ms; priced first token " << priced << " ms; said: " << said);
+}
+
+TEST_CASE("realistic: --slo under the load check alone is judged in its goodput, not called unmeasured") {
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 60, "prefill_ms_per_token": 0.05,
+      "decode_ms_per_token": 4, "slots": 1}}})");
+  const auto r = run({"run", "--base-url", server->base_url(), "--model", "Qwen2.5-7B-Instruct", "--checks", "load", "--set",
+                      "load.levels=1,3", "--set", "load.requests=6", "--workload", "prompt=128,output=16", "--slo",
+                      "ttft_p50_ms=20"});
+  const auto& j = r.results;
+  CAPTURE(findings_of(j));
+  CHECK(j["checks"]["load"]["metrics"]["slo_limits_count"].get<double>() == 1);
+  CHECK(rule(j, "load.goodput_low") != nullptr);
+  CHECK(r.err.find("which was not measured") == std::string::npos);
+  CHECK(r.exit_code >= 1);
 }
 
 TEST_CASE("realistic: the prompt-cache check alone on a cache that never hits is a finding") {
