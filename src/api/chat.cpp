@@ -39,6 +39,7 @@ http::Request build_chat_request(const Endpoint& ep, const ChatRequest& chat, bo
   req.connect_timeout = ep.connect_timeout;
   req.start_after = chat.start_after;
   req.lane = chat.lane;
+  req.batch_timeout = ep.batch_timeout;
   return req;
 }
 

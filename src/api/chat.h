@@ -22,8 +22,11 @@ struct Endpoint {
   http::TlsOptions tls;
   std::optional<std::string> proxy;  // as http::Request::proxy
   std::vector<std::string> resolve;  // CURLOPT_RESOLVE pins
-  std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds timeout{60000};  // each request's, from its own start
   std::chrono::milliseconds connect_timeout{10000};
+  // A batch of requests (http::Request::batch_timeout) ends within this from its start; 0: within
+  // one request's timeout.
+  std::chrono::milliseconds batch_timeout{0};
 
   std::string url(const std::string& path) const;  // base_url + path, one slash between, + ?query
   std::string chat_path() const;  // /chat/completions, or /messages for Anthropic

@@ -632,8 +632,11 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
     t->req = &req;
     transfers.push_back(std::move(t));
   }
-  // The batch's deadline is its first request's timeout from the call's start.
-  const auto batch_deadline = call_start + (requests.empty() ? std::chrono::milliseconds(0) : requests.front().timeout);
+  // The batch's deadline: its first request's batch timeout (else its timeout) from the call's start.
+  const auto batch_deadline =
+      call_start + (requests.empty()                                         ? std::chrono::milliseconds(0)
+                    : requests.front().batch_timeout > std::chrono::milliseconds(0) ? requests.front().batch_timeout
+                                                                                    : requests.front().timeout);
   std::map<int, std::size_t> lane_busy;  // lane -> transfers of it admitted and not yet ended
   std::size_t next = 0;                  // transfers are admitted in order
   std::size_t admitted_n = 0;

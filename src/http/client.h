@@ -58,10 +58,13 @@ struct Request {
   // Within one perform_all: sent no sooner than `start_after` from the call's start (an arrival
   // schedule), and not before every request ahead of it of the same `lane` has ended (a closed
   // loop: a lane is one user who asks again as each answer ends). -1: a lane of its own.
-  // `timeout` counts from the request's own start, but never past the call's start plus `timeout`
-  // of the first: a late request does not outlive the batch's deadline.
+  // `timeout` counts from the request's own start, but never past the batch's deadline: the call's
+  // start plus the first request's `batch_timeout` (0: its `timeout`). A late request does not
+  // outlive the batch; a batch that spans time (a user's many requests in turn) is bounded as a
+  // whole by its own, not by one request's timeout.
   std::chrono::microseconds start_after{0};
   int lane = -1;
+  std::chrono::milliseconds batch_timeout{0};
 };
 
 // libcurl's phase timers, each counted from the start of the transfer. Absent when the phase

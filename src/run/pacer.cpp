@@ -167,9 +167,12 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   if (left <= std::chrono::milliseconds(0))
     return core::make_error(ErrorCode::DeadlineExceeded, "the check's deadline came first");
   api::Endpoint bounded = ep;
+  // Each request within its own timeout and the check's deadline; the batch as a whole (a load
+  // level's users, each asking again in turn) within the check's deadline only.
   const auto bound_to = [&](std::chrono::milliseconds until_deadline) {
     bounded.timeout = std::min(bounded.timeout, until_deadline);
     bounded.connect_timeout = std::min(bounded.connect_timeout, bounded.timeout);
+    bounded.batch_timeout = until_deadline;
   };
   bound_to(left);
   tally_.spent += n;
@@ -219,8 +222,9 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     if (unique[i].prompt_tokens_wanted > 0) out[i].prompt_words = static_cast<int>(words_in(unique[i].prompt));
   count_tokens(bounded, unique, out, deadline);
   const auto now_wall = std::chrono::system_clock::now();
-  // A timeout the check's deadline set, shorter than the endpoint's own: the run's limit.
-  if (bounded.timeout < ep.timeout)
+  // A timeout the check's deadline set (shorter than the endpoint's own, or met as the deadline
+  // came, ending a batch): the run's limit.
+  if (bounded.timeout < ep.timeout || clock_.now() >= deadline)
     for (auto& s : out)
       if (s.error == "timeout") {
         s.error = api::kCheckDeadline;

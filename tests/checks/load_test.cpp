@@ -152,6 +152,21 @@ TEST_CASE("load: a level the check's deadline cannot hold is not sent, and no re
   }
 }
 
+TEST_CASE("load: a level that lasts longer than one request's timeout is not cut at it") {
+  // One user's 16 requests in turn, about 230 ms each: 3.7 s, where each request may take 1.5 s.
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 4}}})");
+  test::CheckSetup setup{server->base_url(),
+                         {{"load.levels", "1"}, {"load.requests", "16"}, {"load.prompt_tokens", "32"}, {"load.max_tokens", "48"}},
+                         "",
+                         {"Qwen2.5-7B-Instruct", ""}};
+  setup.request_timeout = std::chrono::milliseconds(1500);
+  const auto c = test::run_check("load", setup);
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "failures_count") == 0);
+  REQUIRE(c.details["levels"].size() == 1);
+  CHECK(c.details["levels"][0]["goodput_ratio"] == 1.0);
+}
+
 TEST_CASE("load: requests at a rate arrive at the server as Poisson arrivals of that rate") {
   auto server = test::start_fake(R"({"models": {"gpt-4o-mini": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
   const double rate = 25;

@@ -18,6 +18,7 @@ struct CheckSetup {
   checks::Models models;
   int max_requests = 1000000;
   std::chrono::seconds deadline{120};
+  std::chrono::milliseconds request_timeout{30000};  // each model request's (--timeout)
   // Ports a test plugs in instead of the real ones: a fake clock, a scripted model. Without a
   // model port, requests go through a pacer of the run's kind.
   checks::Ports ports = {};
@@ -32,7 +33,7 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
   api::Endpoint ep;
   ep.base_url = setup.base_url;
   ep.tls.cacert = setup.cacert;
-  ep.timeout = std::chrono::seconds(30);
+  ep.timeout = setup.request_timeout;
   // The pacer outlives the call, so a test can ask it what was spent (pacer_out).
   checks::Ports ports = setup.ports;
   core::Clock& clock = ports.clock ? *ports.clock : core::real_clock();
