@@ -134,14 +134,24 @@ TEST_CASE("load: an engine that batches slows each token beside the others, whic
   CHECK(test::metric(c, "wait_share_ratio") < 0.2);
 }
 
+namespace {
+// A model whose request alone takes about 230 ms (40 ms and 47 tokens at 4 ms), and the load
+// check's settings for `levels` of `requests` each against it.
+std::unique_ptr<fake::Server> steady_model() {
+  return test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 4}}})");
+}
+test::CheckSetup steady_setup(const fake::Server& server, const std::string& levels, int requests) {
+  return {server.base_url(),
+          {{"load.levels", levels}, {"load.requests", std::to_string(requests)}, {"load.prompt_tokens", "32"}, {"load.max_tokens", "48"}},
+          "",
+          {"Qwen2.5-7B-Instruct", ""}};
+}
+}  // namespace
+
 TEST_CASE("load: a level the check's deadline cannot hold is not sent, and no request is cut short") {
-  // A request alone takes about 230 ms; the first level's 40 requests from one user, 9 s at the
-  // fastest, against a deadline of 4 s.
-  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 4}}})");
-  test::CheckSetup setup{server->base_url(),
-                         {{"load.levels", "1,4"}, {"load.requests", "40"}, {"load.prompt_tokens", "32"}, {"load.max_tokens", "48"}},
-                         "",
-                         {"Qwen2.5-7B-Instruct", ""}};
+  // The first level's 40 requests from one user, 9 s at the fastest, against a deadline of 4 s.
+  auto server = steady_model();
+  test::CheckSetup setup = steady_setup(*server, "1,4", 40);
   setup.deadline = std::chrono::seconds(4);
   const auto c = test::run_check("load", setup);
   REQUIRE(c.details.contains("not_sent"));
@@ -154,11 +164,8 @@ TEST_CASE("load: a level the check's deadline cannot hold is not sent, and no re
 
 TEST_CASE("load: a level that lasts longer than one request's timeout is not cut at it") {
   // One user's 16 requests in turn, about 230 ms each: 3.7 s, where each request may take 1.5 s.
-  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 4}}})");
-  test::CheckSetup setup{server->base_url(),
-                         {{"load.levels", "1"}, {"load.requests", "16"}, {"load.prompt_tokens", "32"}, {"load.max_tokens", "48"}},
-                         "",
-                         {"Qwen2.5-7B-Instruct", ""}};
+  auto server = steady_model();
+  test::CheckSetup setup = steady_setup(*server, "1", 16);
   setup.request_timeout = std::chrono::milliseconds(1500);
   const auto c = test::run_check("load", setup);
   REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
