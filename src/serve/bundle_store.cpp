@@ -76,6 +76,11 @@ std::string BundleStore::finish(const std::string& target, const Slot& slot, std
   return slot.kept;
 }
 
+void BundleStore::discard(const Slot& slot) const {
+  std::error_code ec;
+  fs::remove_all(slot.staging, ec);
+}
+
 HttpResponse BundleStore::serve(const std::string& path, const std::vector<std::string>& names) const {
   if (dir_.empty()) return not_found("no bundles are kept (--bundles '')\n");
   std::vector<std::string> parts;

@@ -26,6 +26,8 @@ class BundleStore {
   // Gives the bundle its stamp and keeps the target's newest; the kept path, or "" with `error`
   // set when the bundle could not be kept (or the run wrote none).
   std::string finish(const std::string& target, const Slot& slot, std::string& error) const;
+  // Removes what a run wrote that is not kept (a run the exporter's shutdown cut short).
+  void discard(const Slot& slot) const;
 
   // GET `path` under /bundles, for the exporter's targets `names`.
   HttpResponse serve(const std::string& path, const std::vector<std::string>& names) const;

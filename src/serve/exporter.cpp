@@ -15,6 +15,7 @@
 #include "api/chat.h"
 #include "core/clock.h"
 #include "core/exit_code.h"
+#include "core/interrupt.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "report/prometheus.h"
@@ -87,6 +88,13 @@ struct Exporter::Impl {
   std::mutex reload_mu;  // guards the two below
   bool reload_ok = true;
   double reload_ok_at = 0;
+  // Under flight_mu: whether the exporter is stopping, the scheduler's loop has ended, and the
+  // on-demand probes under way; stop() waits on flight_cv for them to end.
+  std::mutex flight_mu;
+  std::condition_variable flight_cv;
+  bool draining = false;
+  bool loop_done = false;
+  int probes_in_flight = 0;
 
   void log(const std::string& level, const std::string& msg, const LogFields& fields = {}) {
     nlohmann::ordered_json j;
@@ -105,9 +113,12 @@ struct Exporter::Impl {
   core::Result<std::vector<ServeTarget>> all_targets() { return serve::all_targets(options); }
 
   // A module's run against one target, its results kept; `timeout` bounds a probe's request.
-  // The measurements themselves (serve/measure.h), logging as this exporter does.
+  // The measurements themselves (serve/measure.h), logging as this exporter does. Once the
+  // exporter has cut a run short, what the run says of it is not logged: it would blame the target.
   Log logger() {
-    return [this](const std::string& level, const std::string& msg, const LogFields& fields) { log(level, msg, fields); };
+    return [this](const std::string& level, const std::string& msg, const LogFields& fields) {
+      if (!core::interrupted()) log(level, msg, fields);
+    };
   }
   Outcome probe(const ServeTarget& t, std::chrono::milliseconds timeout, const std::string& bundle = "") {
     return probe_at(api::make_endpoint(t.spec.endpoint), t.spec.name, t.spec.models, timeout, bundle, logger());
@@ -141,6 +152,12 @@ struct Exporter::Impl {
                  std::chrono::duration_cast<std::chrono::milliseconds>(t.interval));
     const Outcome o = t.module == "probe" ? probe(t, probe_timeout, staging)
                                           : checklist(t, std::min(remaining, run::kDefaultMaxRequests), staging);
+    if (core::interrupted()) {  // stop() cut it short: no result of the target's
+      if (slot) store.discard(*slot);
+      log("info", "run stopped by the shutdown: its results and partial bundle are discarded",
+          {{"target", t.spec.name}, {"module", t.module}, {"seconds", seconds_rounded(o.seconds)}});
+      return;
+    }
     std::string bundle, error;
     if (slot) bundle = store.finish(t.spec.name, *slot, error);
     if (!error.empty()) log("error", "cannot keep the bundle: " + error, {{"target", t.spec.name}});
@@ -210,6 +227,21 @@ struct Exporter::Impl {
     }
     timeout_s = std::clamp(timeout_s - 0.5, 0.5, 120.0);
     const auto deadline = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+    {
+      std::lock_guard lock(flight_mu);
+      if (draining || core::stop_requested() != 0) return text(503, "the exporter is stopping\n");
+      ++probes_in_flight;
+    }
+    struct Landed {  // however the probe answers, stop() stops waiting for it
+      Impl* x;
+      ~Landed() {
+        {
+          std::lock_guard lock(x->flight_mu);
+          --x->probes_in_flight;
+        }
+        x->flight_cv.notify_all();
+      }
+    } landed{this};
     std::shared_ptr<TargetState> st = schedule.find(name);
     if (!st && (name.rfind("http://", 0) == 0 || name.rfind("https://", 0) == 0))
       return url_probe(name, param("model", ""), deadline);
@@ -220,6 +252,7 @@ struct Exporter::Impl {
     if (schedule.budget_left(*st) < 1) return text(429, "the hour's request budget of " + name + " is spent\n");
     const ServeTarget t = schedule.target_of(*st);
     const Outcome o = probe(t, deadline / 2);
+    if (core::interrupted()) return text(503, "the exporter is stopping\n");  // cut short by stop(): no answer of the target's
     schedule.keep(*st, o, false);
     return probe_answer(labels_of(t, options.vantage, "probe"), o);
   }
@@ -243,6 +276,7 @@ struct Exporter::Impl {
     models.target = model;
     const std::string label = report::target_label(url);
     const Outcome o = probe_at(std::move(ep), label, models, deadline / 2, "", logger());
+    if (core::interrupted()) return text(503, "the exporter is stopping\n");
     return probe_answer({label, model, "probe", options.vantage}, o);
   }
 
@@ -303,7 +337,14 @@ core::Result<std::unique_ptr<Exporter>> Exporter::start(ExporterOptions options)
   impl->reload_ok_at = core::unix_seconds_now();
   impl->schedule.set_targets(std::move(targets.value()));
   Impl* raw = impl.get();
-  raw->scheduler = std::thread([raw] { raw->schedule.loop([raw](TargetState& st) { raw->run_scheduled(st); }); });
+  raw->scheduler = std::thread([raw] {
+    raw->schedule.loop([raw](TargetState& st) { raw->run_scheduled(st); });
+    {
+      std::lock_guard lock(raw->flight_mu);
+      raw->loop_done = true;
+    }
+    raw->flight_cv.notify_all();
+  });
   return std::unique_ptr<Exporter>(new Exporter(std::move(impl)));
 }
 
@@ -335,8 +376,24 @@ void Exporter::log(const std::string& level, const std::string& msg, const LogFi
 }
 
 void Exporter::stop() {
-  impl_->schedule.stop();
-  if (impl_->scheduler.joinable()) impl_->scheduler.join();
+  Impl& x = *impl_;
+  x.schedule.stop();
+  std::unique_lock lock(x.flight_mu);
+  x.draining = true;
+  const auto ended = [&] { return x.loop_done && x.probes_in_flight == 0; };
+  if (!x.flight_cv.wait_for(lock, x.options.shutdown_grace, ended)) {
+    lock.unlock();
+    x.log("info", "stopping what is still in flight after the shutdown grace",
+          {{"grace_s", static_cast<double>(x.options.shutdown_grace.count())}});
+    core::interrupt_now();
+    lock.lock();
+    // Cut short, a run ends within moments: its requests are cancelled and no check starts. The
+    // bound is for a wrapper that does not look at the interrupt (a stuck resolver thread).
+    if (!x.flight_cv.wait_for(lock, std::chrono::seconds(30), ended))
+      x.log("warning", "still not ended 30 s after being stopped; waiting for it");
+  }
+  lock.unlock();
+  if (x.scheduler.joinable()) x.scheduler.join();
 }
 
 }  // namespace infdoctor::serve

@@ -1,6 +1,7 @@
 #include "serve/schedule.h"
 
 #include "core/clock.h"
+#include "core/interrupt.h"
 
 namespace infdoctor::serve {
 namespace {
@@ -61,6 +62,12 @@ void Schedule::loop(const std::function<void(TargetState&)>& run) {
     if (Clock::now() < st->next_due) {
       wake_.wait_until(lock, st->next_due);
       continue;  // a reload or stop may have changed what is due
+    }
+    // Here rather than only in stop(): the signal may have come while the last run was ending, and
+    // whoever calls stop() looks for it only now and then.
+    if (core::stop_requested() != 0) {
+      stopping_ = true;
+      break;
     }
     const auto started = Clock::now();
     st->running = true;

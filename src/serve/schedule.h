@@ -44,7 +44,8 @@ class Schedule {
   // runs anew, and keeps the spending of its name (the budget is the target's, whatever it measures).
   void set_targets(std::vector<ServeTarget> targets);
   // Runs `run` on the earliest due target that is not running, one at a time, each one interval
-  // after its last run began (after an overrun, one interval from its end), until stop().
+  // after its last run began (after an overrun, one interval from its end), until stop() or until
+  // the process is asked to stop (core::stop_requested()): from then on it starts nothing.
   void loop(const std::function<void(TargetState&)>& run);
   void stop();
   bool stopping() const;
