@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -27,14 +28,17 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:9474";
   bool check_config = false;
   std::vector<std::string> targets;
-  std::string shutdown_grace = "10s";
+  std::string probe_bundle_every = "1h", shutdown_grace = "10s";
   serve::ExporterOptions exporter;
 };
 
 int serve_with(ServeOptions o) {
-  auto grace = serve::parse_duration(o.shutdown_grace);
-  if (!grace.ok()) return fail_usage("--shutdown-grace: " + grace.error().message);
-  o.exporter.shutdown_grace = grace.value();
+  for (auto [flag, text, into] : {std::tuple{"--probe-bundle-every", &o.probe_bundle_every, &o.exporter.probe_bundle_every},
+                                  std::tuple{"--shutdown-grace", &o.shutdown_grace, &o.exporter.shutdown_grace}}) {
+    auto d = serve::parse_duration(*text);
+    if (!d.ok()) return fail_usage(std::string(flag) + ": " + d.error().message);
+    *into = d.value();
+  }
   for (const auto& text : o.targets) {
     auto t = serve::parse_serve_target(text, "--target", o.exporter.shared);
     if (!t.ok()) return fail(t.error());
@@ -127,6 +131,10 @@ void add_serve_command(CLI::App& app, std::function<int()>& chosen) {
       ->capture_default_str();
   cmd->add_option("--keep-bundles", o->exporter.keep_bundles, "bundles kept per target, newest first")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--probe-bundle-every", o->probe_bundle_every,
+                  "a probe target keeps the bundle of a failure, a finding, its first run and its first success after a "
+                  "failure, and otherwise one when none was kept for this long (0: every run's)")
       ->capture_default_str();
   cmd->add_option("--shutdown-grace", o->shutdown_grace,
                   "on SIGTERM or SIGINT nothing new starts, and the run in flight has this long to end before it is cut "

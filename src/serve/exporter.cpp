@@ -120,19 +120,30 @@ struct Exporter::Impl {
       if (!core::interrupted()) log(level, msg, fields);
     };
   }
-  Outcome probe(const ServeTarget& t, std::chrono::milliseconds timeout, const std::string& bundle = "") {
-    return probe_at(api::make_endpoint(t.spec.endpoint), t.spec.name, t.spec.models, timeout, bundle, logger());
+  Outcome probe(const ServeTarget& t, std::chrono::milliseconds timeout) {
+    return probe_at(api::make_endpoint(t.spec.endpoint), t.spec.models, timeout);
   }
   Outcome checklist(const ServeTarget& t, int max_requests, const std::string& bundle) {
     return run_checklist(t, {options.rules_dir, options.vantage}, max_requests, bundle, logger());
+  }
+
+  // A probe's bundle, written once the run is known to be worth keeping; the kept path or "".
+  std::string keep_probe_bundle(const ServeTarget& t, const Outcome& o, std::chrono::system_clock::time_point started,
+                                const Kept& kept, std::string& error) {
+    auto ep = api::make_endpoint(t.spec.endpoint);
+    const auto slot = store.begin(t.spec.name, started);
+    if (!ep.ok() || !slot) return {};
+    write_probe_bundle(slot->staging, t.spec.name, ep.value(), *o.result, logger());
+    return store.finish(t.spec.name, *slot, kept, error);
   }
 
   void run_scheduled(TargetState& st) {
     const ServeTarget t = schedule.target_of(st);
     std::unique_lock busy(st.busy);  // a probe in flight finishes first
     const int remaining = schedule.budget_left(st);
+    const bool is_probe = t.module == "probe";
     int cost = 1;
-    if (t.module != "probe") {
+    if (!is_probe) {
       if (auto plan = run::make_plan(plan_options(t.module)); plan.ok())
         cost = run::planned_cost(run::planned_steps(plan.value(), t.spec.models)).requests;
     }
@@ -144,28 +155,39 @@ struct Exporter::Impl {
       return;
     }
     log("info", "run started", {{"target", t.spec.name}, {"module", t.module}});
-    const auto slot = store.begin(t.spec.name);
-    const std::string staging = slot ? slot->staging : "";
+    const auto started = std::chrono::system_clock::now();
+    // A checklist writes its bundle as it goes; a probe's is written after it, if worth keeping.
+    const auto slot = is_probe ? std::nullopt : store.begin(t.spec.name, started);
     // A probe's request ends by the time the next one is due.
     const auto probe_timeout =
         std::min(std::chrono::milliseconds(static_cast<long>(t.spec.endpoint.timeout_s * 1000)),
                  std::chrono::duration_cast<std::chrono::milliseconds>(t.interval));
-    const Outcome o = t.module == "probe" ? probe(t, probe_timeout, staging)
-                                          : checklist(t, std::min(remaining, run::kDefaultMaxRequests), staging);
+    const Outcome o = is_probe ? probe(t, probe_timeout)
+                               : checklist(t, std::min(remaining, run::kDefaultMaxRequests), slot ? slot->staging : "");
     if (core::interrupted()) {  // stop() cut it short: no result of the target's
       if (slot) store.discard(*slot);
       log("info", "run stopped by the shutdown: its results and partial bundle are discarded",
           {{"target", t.spec.name}, {"module", t.module}, {"seconds", seconds_rounded(o.seconds)}});
       return;
     }
+    const auto now = BundleHistory::Clock::now();
+    std::optional<Kept> kept = checklist_bundle();
+    if (is_probe && o.result) kept = probe_bundle_worth_keeping(st.bundles, *o.result, o.exit_code, now, options.probe_bundle_every);
     std::string bundle, error;
-    if (slot) bundle = store.finish(t.spec.name, *slot, error);
+    if (is_probe && kept && o.result)
+      bundle = keep_probe_bundle(t, o, started, *kept, error);
+    else if (slot)
+      bundle = store.finish(t.spec.name, *slot, *kept, error);
     if (!error.empty()) log("error", "cannot keep the bundle: " + error, {{"target", t.spec.name}});
+    st.bundles.ran(!o.result || run_failed(*o.result, o.exit_code), !bundle.empty(), now);
     schedule.keep(st, o, true);
     schedule.count(st, o.result ? "completed" : "failed");
     LogFields f = {{"target", t.spec.name}, {"module", t.module}, {"exit_code", o.exit_code}, {"seconds", seconds_rounded(o.seconds)}};
     if (o.result && !o.result->diagnosis.empty()) f.emplace_back("top_finding", o.result->diagnosis.front().rule);
-    if (!bundle.empty()) f.emplace_back("bundle", bundle);
+    if (!bundle.empty()) {
+      f.emplace_back("bundle", bundle);
+      f.emplace_back("kept", kept->reason);
+    }
     log(o.exit_code == core::kExitCouldNotRun ? "error" : "info", "run finished", f);
   }
 
@@ -275,7 +297,7 @@ struct Exporter::Impl {
     checks::Models models;
     models.target = model;
     const std::string label = report::target_label(url);
-    const Outcome o = probe_at(std::move(ep), label, models, deadline / 2, "", logger());
+    const Outcome o = probe_at(std::move(ep), models, deadline / 2);
     if (core::interrupted()) return text(503, "the exporter is stopping\n");
     return probe_answer({label, model, "probe", options.vantage}, o);
   }

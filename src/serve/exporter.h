@@ -32,6 +32,8 @@ struct ExporterOptions {
   std::string rules_dir;             // empty: the built-in rules
   std::string bundles_dir;           // empty: no bundles kept
   int keep_bundles = 5;              // per target
+  // A probe target's bundle that tells nothing new is kept when none was for this long.
+  std::chrono::seconds probe_bundle_every{std::chrono::hours(1)};
   // Once asked to stop, how long the run in flight may go on to its end before it is cut short.
   std::chrono::seconds shutdown_grace{10};
   // /probe?target=URL&model=M for a URL this ECMAScript regex matches whole; empty: only the

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "report/prometheus.h"
+#include "serve/bundle_store.h"
 #include "serve/measure.h"
 #include "serve/targets.h"
 
@@ -32,6 +33,7 @@ struct TargetState {
   Clock::time_point next_due{};
   bool running = false;
   std::map<std::string, double> runs;  // outcome -> count
+  BundleHistory bundles;  // what its last runs told, for which bundles to keep: the scheduler's alone, under `busy`
 
   int spent_last_hour(Clock::time_point now);
 };

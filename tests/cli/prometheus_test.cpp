@@ -676,9 +676,87 @@ TEST_CASE("prometheus: serve cuts short a run still going after --shutdown-grace
     CHECK(l.dump().find("interrupted") == std::string::npos);
   }
   CHECK(lines.back()["msg"] == "stopped");
-  // q's partial bundle is gone; a's run is kept.
+  // q's partial bundle is gone; a's first run is kept, with why.
   CHECK(files_under(dir + "/q").empty());
-  CHECK(stamps_of(dir, "a").size() == 1);
+  const auto kept = stamps_of(dir, "a");
+  REQUIRE(kept.size() == 1);
+  CHECK(slurp(dir + "/a/" + kept[0] + ".kept").find("\"reason\":\"first\"") != std::string::npos);
+}
+
+TEST_CASE("prometheus: serve keeps a probe target's bundle for a failure, its first run and a recovery, otherwise one per "
+          "--probe-bundle-every, and /bundles says why") {
+  // --probe-bundle-every 25s stands for the hour: probes every 10 s keep one bundle in 25 s.
+  auto server = test::start_fake(R"({"models": {"ok": {"overhead_ms": 10, "decode_ms_per_token": 1},
+      "down": {"overhead_ms": 5, "faults": [{"kind": "503", "every": 1}]},
+      "flaky": {"overhead_ms": 5, "faults": [{"kind": "503", "first": 1}]}}})");
+  test::TempFile bundles("", "bundles");
+  const std::string dir = bundles.dir() + "/b";
+  constexpr double kEvery = 25;
+  Serve serve({"--bundles", dir, "--keep-bundles", "10", "--probe-bundle-every", "25s", "--target",
+               "healthy=" + server->base_url() + ",model=ok,module=probe,interval=10s", "--target",
+               "failing=" + server->base_url() + ",model=down,module=probe,interval=10s", "--target",
+               "flaky=" + server->base_url() + ",model=flaky,module=probe,interval=10s"});
+  // The first run at once, the second in the target's slot 5 to 15 s later, then every 10 s: the
+  // fourth within 35 s.
+  CHECK(log_reaches(serve.err_path, 60s, [](const auto& l) {
+    return count_msg(l, "run finished", "healthy") >= 4 && count_msg(l, "run finished", "flaky") >= 3;
+  }));
+  const test::Fetched listing = test::http_get(serve.url("/bundles/healthy/"));
+  const test::Fetched failing_listing = test::http_get(serve.url("/bundles/failing/"));
+  const test::Fetched flaky_listing = test::http_get(serve.url("/bundles/flaky/"));
+  CHECK(serve.stop().exit_code == 0);
+  const auto lines = log_lines(serve.err_path);
+  const auto runs_of = [&](const std::string& target) {
+    std::vector<std::pair<double, std::string>> out;  // when each run finished, and why its bundle was kept ("" when not)
+    for (const auto& l : lines)
+      if (l.value("msg", "") == "run finished" && l.value("target", "") == target)
+        out.emplace_back(core::parse_rfc3339_utc(l.value("time", "")).value_or(0), l.value("kept", ""));
+    return out;
+  };
+
+  // Healthy: its first run, then one when 25 s have passed since the last kept (give or take the
+  // 0.2 s between a run's end and its log line), and none between.
+  const auto healthy = runs_of("healthy");
+  REQUIRE(healthy.size() >= 4);
+  CHECK(healthy[0].second == "first");
+  double last_kept = healthy[0].first;
+  std::size_t kept = 1;
+  for (std::size_t i = 1; i < healthy.size(); ++i) {
+    const double since = healthy[i].first - last_kept;
+    CAPTURE(i);
+    CAPTURE(since);
+    if (healthy[i].second.empty()) {
+      CHECK(since < kEvery + 0.2);
+      continue;
+    }
+    CHECK(healthy[i].second == "periodic");
+    CHECK(since > kEvery - 0.2);
+    last_kept = healthy[i].first;
+    ++kept;
+  }
+  MESSAGE("healthy: " << healthy.size() << " runs, " << kept << " bundles kept");
+  CHECK(kept >= 2);
+  CHECK(kept < healthy.size());
+  CHECK(stamps_of(dir, "healthy").size() == kept);
+  CHECK(listing.body.find("first: the target's first run since the exporter started") != std::string::npos);
+  CHECK(listing.body.find("periodic: no bundle of the target was kept for 25 seconds") != std::string::npos);
+
+  // Failing: every failure is kept.
+  const auto failing = runs_of("failing");
+  REQUIRE(failing.size() >= 3);
+  for (const auto& [_, why] : failing) CHECK(why == "failure");
+  CHECK(stamps_of(dir, "failing").size() == failing.size());
+  CHECK(failing_listing.body.find("failure: the run failed: ") != std::string::npos);
+  for (const auto& stamp : stamps_of(dir, "failing"))
+    CHECK(slurp(dir + "/failing/" + stamp + ".kept").find("\"reason\":\"failure\"") != std::string::npos);
+
+  // Flaky: its failure, then the recovery; the next healthy run within 25 s tells nothing new.
+  const auto flaky = runs_of("flaky");
+  REQUIRE(flaky.size() >= 3);
+  CHECK(flaky[0].second == "failure");
+  CHECK(flaky[1].second == "recovered");
+  if (flaky[2].first - flaky[1].first < kEvery - 0.2) CHECK(flaky[2].second.empty());
+  CHECK(flaky_listing.body.find("recovered: the first run to succeed after a failure") != std::string::npos);
 }
 
 TEST_CASE("prometheus: serve refuses a wrong target or listen address before it starts") {
