@@ -14,7 +14,25 @@ int requests_of(const report::Tally& t) {
   return static_cast<int>(n);
 }
 
+// FNV-1a: a phase that stays the same for a name from run to run and from build to build.
+std::uint64_t name_hash(const std::string& name) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace
+
+Schedule::Clock::time_point slot_at_or_after(Schedule::Clock::time_point t, const std::string& name,
+                                             std::chrono::seconds interval) {
+  using D = Schedule::Clock::duration;
+  const D period = std::chrono::duration_cast<D>(interval);
+  if (period <= D::zero()) return t;
+  const D phase(static_cast<D::rep>(name_hash(name) % static_cast<std::uint64_t>(period.count())));
+  D past = (t.time_since_epoch() - phase) % period;  // how far t is past its slot
+  if (past < D::zero()) past += period;
+  return past == D::zero() ? t : t - past + period;
+}
 
 int TargetState::spent_last_hour(Clock::time_point now) {
   while (!spent.empty() && now - spent.front().first > kHour) spent.pop_front();
@@ -69,14 +87,15 @@ void Schedule::loop(const std::function<void(TargetState&)>& run) {
       stopping_ = true;
       break;
     }
-    const auto started = Clock::now();
+    const auto due = st->next_due;
     st->running = true;
     lock.unlock();
     run(*st);
     lock.lock();
     st->running = false;
-    st->next_due = started + st->target.interval;
-    if (st->next_due < Clock::now()) st->next_due = Clock::now() + st->target.interval;
+    const auto& t = st->target;
+    st->next_due = slot_at_or_after(due + t.interval / 2, t.spec.name, t.interval);
+    if (st->next_due < Clock::now()) st->next_due = slot_at_or_after(Clock::now() + t.interval / 2, t.spec.name, t.interval);
   }
 }
 

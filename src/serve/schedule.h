@@ -2,6 +2,11 @@
 // When each of the exporter's targets runs next, and what its hour's request budget has left: the
 // targets' states under one lock, the loop that runs the earliest due target (one run at a time
 // across the exporter), and what each run and probe spent. What a run does is the caller's.
+//
+// Each target runs in its own slot of its interval, at a phase drawn from a hash of its name (as
+// Prometheus spreads its scrapes): a thousand targets started together run their first runs one
+// after another at once, and from then on each comes due at its own moment of the interval, not
+// all at its top.
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -45,9 +50,10 @@ class Schedule {
   // Replaces the targets: one kept by name and text keeps its results and spending; a changed one
   // runs anew, and keeps the spending of its name (the budget is the target's, whatever it measures).
   void set_targets(std::vector<ServeTarget> targets);
-  // Runs `run` on the earliest due target that is not running, one at a time, each one interval
-  // after its last run began (after an overrun, one interval from its end), until stop() or until
-  // the process is asked to stop (core::stop_requested()): from then on it starts nothing.
+  // Runs `run` on the earliest due target that is not running, one at a time: a new target at
+  // once, then each in its slot one interval after the last (after an overrun, its first slot half
+  // an interval past the run's end), until stop() or until the process is asked to stop
+  // (core::stop_requested()): from then on it starts nothing.
   void loop(const std::function<void(TargetState&)>& run);
   void stop();
   bool stopping() const;
@@ -73,5 +79,9 @@ class Schedule {
   std::map<std::string, std::shared_ptr<TargetState>> states_;
   bool stopping_ = false;
 };
+
+// The first time at or after `t` in the slots of a target named `name` that runs every `interval`.
+Schedule::Clock::time_point slot_at_or_after(Schedule::Clock::time_point t, const std::string& name,
+                                             std::chrono::seconds interval);
 
 }  // namespace infdoctor::serve
