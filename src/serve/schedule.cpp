@@ -54,6 +54,7 @@ void Schedule::set_targets(std::vector<ServeTarget> targets) {
       st = std::make_shared<TargetState>();
       if (it != states_.end()) st->spent = it->second->spent;
       st->next_due = now;
+      st->version = ++versions_;
     }
     st->target = std::move(t);
     next[st->target.spec.name] = st;
@@ -140,6 +141,7 @@ void Schedule::keep(TargetState& st, const Outcome& o, bool latest) {
   st.spent.emplace_back(Clock::now(), requests_of(t));
   if (!latest) return;
   st.totals.add(t);
+  st.version = ++versions_;
   st.last = o.result;
   st.exit_code = o.exit_code;
   st.run_seconds = o.seconds;

@@ -9,6 +9,7 @@
 // all at its top.
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -36,6 +37,9 @@ struct TargetState {
   report::Tally totals;
   std::deque<std::pair<Clock::time_point, int>> spent;  // model requests sent, the last hour's
   Clock::time_point next_due{};
+  // Changes whenever a result becomes the target's latest, and differs between any two targets'
+  // states: whether what /metrics rendered of the target is still its latest.
+  std::uint64_t version = 0;
   bool running = false;
   std::map<std::string, double> runs;  // outcome -> count
   BundleHistory bundles;  // what its last runs told, for which bundles to keep: the scheduler's alone, under `busy`
@@ -77,6 +81,7 @@ class Schedule {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::map<std::string, std::shared_ptr<TargetState>> states_;
+  std::uint64_t versions_ = 0;
   bool stopping_ = false;
 };
 
