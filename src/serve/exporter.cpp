@@ -143,6 +143,7 @@ struct Exporter::Impl {
   std::mutex rendered_mu;  // one scrape at a time renders and joins
   std::map<const TargetState*, RenderedTarget> rendered;
   std::vector<FamilyHeader> family_headers;
+  std::shared_ptr<std::string> body_buffer;  // /metrics' body, filled again by each scrape
   std::mutex reload_mu;  // guards the two below
   bool reload_ok = true;
   double reload_ok_at = 0;
@@ -240,6 +241,7 @@ struct Exporter::Impl {
     st.bundles.ran(!o.result || run_failed(*o.result, o.exit_code), !bundle.empty(), now);
     schedule.keep(st, o, true);
     schedule.count(st, o.result ? "completed" : "failed");
+    render_latest(st);
     LogFields f = {{"target", t.spec.name}, {"module", t.module}, {"exit_code", o.exit_code}, {"seconds", seconds_rounded(o.seconds)}};
     if (o.result && !o.result->diagnosis.empty()) f.emplace_back("top_finding", o.result->diagnosis.front().rule);
     if (!bundle.empty()) {
@@ -251,26 +253,54 @@ struct Exporter::Impl {
 
   // --- HTTP ---------------------------------------------------------------------------------
 
+  // A target's run families, as /metrics shows them, from its state (under the schedule's lock) and
+  // rendered after it, the run held.
+  struct Unrendered {
+    const TargetState* key;
+    std::uint64_t version;
+    report::PromTarget target;
+    std::shared_ptr<const results::RunResult> held;
+  };
+  Unrendered unrendered(const TargetState& st) {
+    report::PromTarget t;
+    t.labels = labels_of(st.target, options.vantage, st.target.module);
+    t.run = st.last.get();
+    t.exit_code = st.exit_code;
+    t.run_seconds = st.run_seconds;
+    t.finished_at_s = st.finished_at;
+    t.totals = st.totals;
+    if (st.target.module != "probe") t.rules = &rules;
+    return {&st, st.version, std::move(t), st.last};
+  }
+  // Under rendered_mu.
+  void render(const Unrendered& u) {
+    RenderedTarget r = split_families(core::scrub(report::render_prometheus({u.target})), family_headers);
+    r.version = u.version;
+    rendered[u.key] = std::move(r);
+  }
+  // After a run has ended: its families are rendered now, on the scheduler's thread, so a scrape
+  // joins text and renders none of the runs that ended since the last one.
+  void render_latest(TargetState& st) {
+    std::lock_guard lock(rendered_mu);
+    std::optional<Unrendered> u;
+    schedule.with(st, [&](TargetState& s) { u = unrendered(s); });
+    render(*u);
+  }
+
   // Every target's latest run and the exporter's own families. A target's run families change only
-  // when a run of it ends, so each target's are rendered then (at the next scrape, outside the
-  // schedule's lock, the run held) and kept as text by family; a scrape joins them family by family.
-  // With a thousand targets, rendering every run at every scrape took longer than 100 ms.
+  // when a run of it ends, so each target's are rendered then and kept as text by family (a target
+  // a scrape finds unrendered, such as one without a run, is rendered by the scrape); a scrape
+  // joins them family by family. With a thousand targets, rendering every run at every scrape took
+  // longer than 100 ms.
   HttpResponse metrics() {
     report::PromWriter w;
     for (const auto& f : kExporterFamilies) w.family(f);
-    struct Stale {
-      const TargetState* key;
-      std::uint64_t version;
-      report::PromTarget target;
-      std::shared_ptr<const results::RunResult> held;
-    };
     std::vector<const TargetState*> in_order;
-    std::vector<Stale> stale;
+    std::vector<Unrendered> stale;
     const auto now = TargetState::Clock::now();
     std::lock_guard scrape(rendered_mu);
     schedule.each([&](TargetState& st) {
-      const auto labels = labels_of(st.target, options.vantage, st.target.module);
-      const auto base = report::base_labels(labels);
+      const auto base = report::base_labels(labels_of(st.target, options.vantage, st.target.module));
       for (const char* outcome : {"completed", "failed", "skipped_budget"}) {
         auto lab = base;
         lab.emplace_back("outcome", outcome);
@@ -280,26 +310,14 @@ struct Exporter::Impl {
       w.sample("infdoctor_run_in_progress", base, st.running ? 1 : 0);
       w.sample("infdoctor_request_budget_remaining", base, std::max(0, st.target.budget_per_hour - st.spent_last_hour(now)));
       in_order.push_back(&st);
-      if (auto it = rendered.find(&st); it != rendered.end() && it->second.version == st.version) return;
-      report::PromTarget t;
-      t.labels = labels;
-      t.run = st.last.get();
-      t.exit_code = st.exit_code;
-      t.run_seconds = st.run_seconds;
-      t.finished_at_s = st.finished_at;
-      t.totals = st.totals;
-      if (st.target.module != "probe") t.rules = &rules;
-      stale.push_back({&st, st.version, std::move(t), st.last});
+      if (auto it = rendered.find(&st); it == rendered.end() || it->second.version != st.version) stale.push_back(unrendered(st));
     });
     {
       std::lock_guard lock(reload_mu);
       w.sample("infdoctor_config_last_reload_successful", {}, reload_ok ? 1 : 0);
       w.sample("infdoctor_config_last_reload_success_timestamp_seconds", {}, std::round(reload_ok_at));
     }
-    for (const auto& s : stale) {
-      rendered[s.key] = split_families(core::scrub(report::render_prometheus({s.target})), family_headers);
-      rendered[s.key].version = s.version;
-    }
+    for (const auto& u : stale) render(u);
     const std::set<const TargetState*> current(in_order.begin(), in_order.end());
     std::erase_if(rendered, [&](const auto& kv) { return !current.count(kv.first); });  // targets a reload removed
 
@@ -318,7 +336,11 @@ struct Exporter::Impl {
     for (const std::size_t family : families) size += family_headers[family].header.size();
     const std::string own = core::scrub(w.text());
     static const std::string build = report::render_prometheus({});  // the build's one family
-    std::string body;
+    // The last scrape's buffer, unless an answer is still being sent from it: its pages are mapped
+    // already, where a new one of megabytes costs a page fault every 4 KiB.
+    if (!body_buffer || body_buffer.use_count() > 1) body_buffer = std::make_shared<std::string>();
+    std::string& body = *body_buffer;
+    body.clear();
     body.reserve(size + build.size() + own.size());
     std::vector<std::size_t> next(in_order.size(), 0);  // each target's next piece, as both go in order
     for (const std::size_t family : families) {
@@ -332,7 +354,9 @@ struct Exporter::Impl {
     }
     body += build;
     body += own;
-    return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(body)};
+    HttpResponse out{200, "text/plain; version=0.0.4; charset=utf-8", ""};
+    out.shared_body = body_buffer;
+    return out;
   }
 
   HttpResponse on_demand_probe(const HttpRequest& req) {

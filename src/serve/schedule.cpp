@@ -158,4 +158,9 @@ void Schedule::each(const std::function<void(TargetState&)>& f) const {
   for (const auto& [_, st] : states_) f(*st);
 }
 
+void Schedule::with(TargetState& st, const std::function<void(TargetState&)>& f) const {
+  std::lock_guard lock(mu_);
+  f(st);
+}
+
 }  // namespace infdoctor::serve

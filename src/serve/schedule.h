@@ -74,6 +74,8 @@ class Schedule {
   void count(TargetState& st, const std::string& outcome);
   // `f` on every target, in name order, under the lock.
   void each(const std::function<void(TargetState&)>& f) const;
+  // `f` on one target, under the lock.
+  void with(TargetState& st, const std::function<void(TargetState&)>& f) const;
 
  private:
   std::shared_ptr<TargetState> next_due() const;
