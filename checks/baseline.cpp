@@ -22,52 +22,53 @@ const CheckInfo kBaselineInfo{
       {.layer = "time to first token", .per = "every request", .explains = Explains::Whole, .history = true, .slo = "ttft_p50_ms", .column = "TTFT p50"}},
      {baseline_metric::ttft_p90_ms.name, "ms", "target model: 90th percentile TTFT",
       {.slo = "ttft_p90_ms"}},
-     {"baseline.ttft_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TTFT, low end"},
-     {"baseline.ttft_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TTFT, high end"},
+     {baseline_metric::ttft_p50_ci_low_ms.name, "ms", "target model: 95 % interval of the median TTFT, low end"},
+     {baseline_metric::ttft_p50_ci_high_ms.name, "ms", "target model: 95 % interval of the median TTFT, high end"},
      {baseline_metric::tpot_p50_ms.name, "ms", "target model: median time per output token",
       {.layer = "decode per output token", .per = "per output token", .explains = Explains::PerOutputToken, .history = true, .slo = "tpot_p50_ms", .column = "TPOT p50"}},
-     {"baseline.tpot_p50_ci_low_ms", "ms", "target model: 95 % interval of the median TPOT, low end"},
-     {"baseline.tpot_p50_ci_high_ms", "ms", "target model: 95 % interval of the median TPOT, high end"},
+     {baseline_metric::tpot_p50_ci_low_ms.name, "ms", "target model: 95 % interval of the median TPOT, low end"},
+     {baseline_metric::tpot_p50_ci_high_ms.name, "ms", "target model: 95 % interval of the median TPOT, high end"},
      {baseline_metric::total_p50_ms.name, "ms", "target model: median end-to-end time",
       {.history = true, .slo = "total_p50_ms", .typical = Typical::EndToEnd}},
-     {"baseline.itl_p50_ms", "ms", "target model: median gap between content events",
+     {baseline_metric::itl_p50_ms.name, "ms", "target model: median gap between content events",
       {.slo = "itl_p50_ms"}},
-     {"baseline.itl_p99_ms", "ms", "target model: 99th percentile gap between content events",
+     {baseline_metric::itl_p99_ms.name, "ms", "target model: 99th percentile gap between content events",
       {.slo = "itl_p99_ms"}},
-     {"baseline.output_tokens_p50_count", "count", "target model: median output tokens",
+     {baseline_metric::output_tokens_p50_count.name, "count", "target model: median output tokens",
       {.typical = Typical::OutputTokens}},
-     {"baseline.events_per_token_ratio", "ratio", "target model: content events per output token"},
-     {"baseline.arrivals_per_token_ratio", "ratio", "target model: distinct moments content arrived, per output token"},
-     {"baseline.arrivals_per_event_ratio", "ratio",
+     {baseline_metric::events_per_token_ratio.name, "ratio", "target model: content events per output token"},
+     {baseline_metric::arrivals_per_token_ratio.name, "ratio", "target model: distinct moments content arrived, per output token"},
+     {baseline_metric::arrivals_per_event_ratio.name, "ratio",
       "target model: distinct moments content arrived, per content event (1 when each event is passed on as sent, however many tokens it carries)"},
-     {"baseline.clump_wait_p50_ms", "ms",
+     {baseline_metric::clump_wait_p50_ms.name, "ms",
       "target model: median time its first token was held for the rest of its clump (0 for a stream that arrived as generated)"},
-     {"baseline.clump_generation_ms_per_token", "ms",
+     {baseline_metric::clump_generation_ms_per_token.name, "ms",
       "target model, clumped streams: generation time per token from the clumps after the first (the last leaves when the stream ends)"},
-     {"baseline.small_clump_wait_p50_ms", "ms", "small model: median time its first token was held for the rest of its clump"},
-     {"baseline.samples_count", "count", "target model: successful requests"},
-     {"baseline.reasoning_tokens_p50_count", "count", "target model: median reasoning tokens (usage), when it reasons"},
-     {"baseline.hidden_reasoning_ratio", "ratio",
+     {baseline_metric::small_clump_wait_p50_ms.name, "ms", "small model: median time its first token was held for the rest of its clump"},
+     {baseline_metric::samples_count.name, "count", "target model: successful requests"},
+     {baseline_metric::reasoning_tokens_p50_count.name, "count", "target model: median reasoning tokens (usage), when it reasons"},
+     {baseline_metric::hidden_reasoning_ratio.name, "ratio",
       "target model: share of its reasoning requests whose reasoning never arrived (usage counts it, the stream has none)"},
-     {"baseline.reasoning_p50_ms", "ms",
+     {baseline_metric::reasoning_p50_ms.name, "ms",
       "target model: median time reasoning before the answer: first reasoning to first answer token when it streams, the hidden tokens times the time per token when not"},
-     {"baseline.first_answer_p50_ms", "ms", "target model: median time to the first answer token (after any reasoning)"},
-     {"baseline.small_ttft_p50_ms", "ms", "small model: median TTFT"},
+     {baseline_metric::first_answer_p50_ms.name, "ms", "target model: median time to the first answer token (after any reasoning)"},
+     {baseline_metric::small_ttft_p50_ms.name, "ms", "small model: median TTFT"},
+     {baseline_metric::prompt_tokens_p50_count.name, "count", "median prompt tokens of the target's requests, as the server counted them"},
      {baseline_metric::small_tpot_p50_ms.name, "ms", "small model: median time per output token"},
-     {"baseline.small_total_p50_ms", "ms", "small model: median end-to-end time"},
-     {"baseline.small_samples_count", "count", "small model: successful requests"},
-     {"baseline.ttft_ratio", "ratio", "target over small median TTFT"},
-     {"baseline.tpot_ratio", "ratio", "target over small median TPOT"},
-     {"baseline.total_ratio", "ratio", "target over small median end-to-end"},
-     {"baseline.size_ratio", "ratio", "target over small parameters, as the models' names state them (active parameters of a mixture of experts)"},
-     {"baseline.expected_tpot_ratio", "ratio",
+     {baseline_metric::small_total_p50_ms.name, "ms", "small model: median end-to-end time"},
+     {baseline_metric::small_samples_count.name, "count", "small model: successful requests"},
+     {baseline_metric::ttft_ratio.name, "ratio", "target over small median TTFT"},
+     {baseline_metric::tpot_ratio.name, "ratio", "target over small median TPOT"},
+     {baseline_metric::total_ratio.name, "ratio", "target over small median end-to-end"},
+     {baseline_metric::size_ratio.name, "ratio", "target over small parameters, as the models' names state them (active parameters of a mixture of experts)"},
+     {baseline_metric::expected_tpot_ratio.name, "ratio",
       "the time per token ratio the sizes explain: size_ratio, or 70/8 (a 70B model beside an 8B, the widest pair commonly served together) when a name states no size"},
-     {"baseline.unexplained_tpot_ratio", "ratio", "tpot_ratio over expected_tpot_ratio: 1 = as the sizes explain"},
-     {"baseline.unexplained_tpot_ms_per_token", "ms",
+     {baseline_metric::unexplained_tpot_ratio.name, "ratio", "tpot_ratio over expected_tpot_ratio: 1 = as the sizes explain"},
+     {baseline_metric::unexplained_tpot_ms_per_token.name, "ms",
       "target model: time per output token beyond what the small model's times expected_tpot_ratio explains"},
-     {"baseline.failures_count", "count", "failed requests, both models"}},
-    {{"reasoning_tokens_p50_count", "TTFT {ttft_p50_ms}, first answer {first_answer_p50_ms} after {reasoning_tokens_p50_count} reasoning tokens, per token {tpot_p50_ms}, total {total_p50_ms}"},
-     {"tpot_ratio", "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
+     {baseline_metric::failures_count.name, "count", "failed requests, both models"}},
+    {{&baseline_metric::reasoning_tokens_p50_count, "TTFT {ttft_p50_ms}, first answer {first_answer_p50_ms} after {reasoning_tokens_p50_count} reasoning tokens, per token {tpot_p50_ms}, total {total_p50_ms}"},
+     {&baseline_metric::tpot_ratio, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
      {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}},
     {baseline_setting::samples, baseline_setting::max_tokens, baseline_setting::prompt_tokens}};
 
@@ -75,7 +76,7 @@ const CheckInfo kBaselineInfo{
 constexpr double kWidestCommonPair = 70.0 / 8.0;
 
 struct Series {
-  std::vector<double> ttft, tpot, total, itl, tokens, events_per_token, arrivals_per_token, arrivals_per_event;
+  std::vector<double> ttft, tpot, total, itl, tokens, prompt, events_per_token, arrivals_per_token, arrivals_per_event;
   // A clumped stream's first-token wait (0 when it arrived as generated), and its clumps' own
   // generation time per token.
   std::vector<double> clump_wait, clump_generation;
@@ -127,6 +128,7 @@ class BaselineCheck final : public Check {
         if (auto t = server_total_ms(s)) dst.total.push_back(*t);
         if (s.tpot_ms) dst.tpot.push_back(*s.tpot_ms);
         if (s.output_tokens) dst.tokens.push_back(static_cast<double>(*s.output_tokens));
+        if (s.prompt_tokens) dst.prompt.push_back(static_cast<double>(*s.prompt_tokens));
         if (s.events_per_token) dst.events_per_token.push_back(*s.events_per_token);
         if (auto a = api::arrivals_per_token(s)) dst.arrivals_per_token.push_back(*a);
         if (auto a = api::arrivals_per_event(s)) dst.arrivals_per_event.push_back(*a);
@@ -143,61 +145,62 @@ class BaselineCheck final : public Check {
           dst.first_answer.push_back(*t + (*s.first_answer_ms - *s.ttft_ms));
       }
     }
-    out.set("failures_count", loop.failures());
-    out.set("samples_count", static_cast<double>(target.ttft.size()));
+    out.set(baseline_metric::failures_count, loop.failures());
+    out.set(baseline_metric::samples_count, static_cast<double>(target.ttft.size()));
+    if (auto v = stats::median(target.prompt)) out.set(baseline_metric::prompt_tokens_p50_count, *v);
     const stats::Summary tt = stats::summarize(target.ttft), tp = stats::summarize(target.tpot),
                          to = stats::summarize(target.total), ti = stats::summarize(target.itl);
     if (tt.p50) {
-      out.set("ttft_p50_ms", *tt.p50);
-      out.set("ttft_p90_ms", *tt.p90);
+      out.set(baseline_metric::ttft_p50_ms, *tt.p50);
+      out.set(baseline_metric::ttft_p90_ms, *tt.p90);
     }
     if (auto ci = stats::bootstrap_median_ci(target.ttft)) {
-      out.set("ttft_p50_ci_low_ms", ci->low);
-      out.set("ttft_p50_ci_high_ms", ci->high);
+      out.set(baseline_metric::ttft_p50_ci_low_ms, ci->low);
+      out.set(baseline_metric::ttft_p50_ci_high_ms, ci->high);
     }
-    if (tp.p50) out.set("tpot_p50_ms", *tp.p50);
+    if (tp.p50) out.set(baseline_metric::tpot_p50_ms, *tp.p50);
     if (auto ci = stats::bootstrap_median_ci(target.tpot)) {
-      out.set("tpot_p50_ci_low_ms", ci->low);
-      out.set("tpot_p50_ci_high_ms", ci->high);
+      out.set(baseline_metric::tpot_p50_ci_low_ms, ci->low);
+      out.set(baseline_metric::tpot_p50_ci_high_ms, ci->high);
     }
-    if (to.p50) out.set("total_p50_ms", *to.p50);
+    if (to.p50) out.set(baseline_metric::total_p50_ms, *to.p50);
     if (ti.p50) {
-      out.set("itl_p50_ms", *ti.p50);
-      out.set("itl_p99_ms", *ti.p99);
+      out.set(baseline_metric::itl_p50_ms, *ti.p50);
+      out.set(baseline_metric::itl_p99_ms, *ti.p99);
     }
-    if (auto v = stats::median(target.tokens)) out.set("output_tokens_p50_count", *v);
-    if (auto v = stats::median(target.events_per_token)) out.set("events_per_token_ratio", *v);
-    if (auto v = stats::median(target.arrivals_per_token)) out.set("arrivals_per_token_ratio", *v);
-    if (auto v = stats::median(target.arrivals_per_event)) out.set("arrivals_per_event_ratio", *v);
-    if (auto v = stats::median(target.clump_wait)) out.set("clump_wait_p50_ms", *v);
-    if (auto v = stats::median(target.clump_generation)) out.set("clump_generation_ms_per_token", *v);
+    if (auto v = stats::median(target.tokens)) out.set(baseline_metric::output_tokens_p50_count, *v);
+    if (auto v = stats::median(target.events_per_token)) out.set(baseline_metric::events_per_token_ratio, *v);
+    if (auto v = stats::median(target.arrivals_per_token)) out.set(baseline_metric::arrivals_per_token_ratio, *v);
+    if (auto v = stats::median(target.arrivals_per_event)) out.set(baseline_metric::arrivals_per_event_ratio, *v);
+    if (auto v = stats::median(target.clump_wait)) out.set(baseline_metric::clump_wait_p50_ms, *v);
+    if (auto v = stats::median(target.clump_generation)) out.set(baseline_metric::clump_generation_ms_per_token, *v);
     if (!target.reasoning_tokens.empty()) {
-      out.set("reasoning_tokens_p50_count", *stats::median(target.reasoning_tokens));
-      out.set("hidden_reasoning_ratio", static_cast<double>(target.hidden_reasoning) / target.reasoning_tokens.size());
-      if (auto v = stats::median(target.reasoning_ms)) out.set("reasoning_p50_ms", *v);
-      if (auto v = stats::median(target.first_answer)) out.set("first_answer_p50_ms", *v);
+      out.set(baseline_metric::reasoning_tokens_p50_count, *stats::median(target.reasoning_tokens));
+      out.set(baseline_metric::hidden_reasoning_ratio, static_cast<double>(target.hidden_reasoning) / target.reasoning_tokens.size());
+      if (auto v = stats::median(target.reasoning_ms)) out.set(baseline_metric::reasoning_p50_ms, *v);
+      if (auto v = stats::median(target.first_answer)) out.set(baseline_metric::first_answer_p50_ms, *v);
     }
     if (models.size() == 2) {
       const auto st = stats::median(small.ttft), sp = stats::median(small.tpot), so = stats::median(small.total);
-      out.set("small_samples_count", static_cast<double>(small.ttft.size()));
-      if (st) out.set("small_ttft_p50_ms", *st);
-      if (sp) out.set("small_tpot_p50_ms", *sp);
-      if (so) out.set("small_total_p50_ms", *so);
-      if (auto v = stats::median(small.clump_wait)) out.set("small_clump_wait_p50_ms", *v);
-      if (st && tt.p50 && *st > 0) out.set("ttft_ratio", *tt.p50 / *st);
-      if (sp && tp.p50 && *sp > 0) out.set("tpot_ratio", *tp.p50 / *sp);
-      if (so && to.p50 && *so > 0) out.set("total_ratio", *to.p50 / *so);
+      out.set(baseline_metric::small_samples_count, static_cast<double>(small.ttft.size()));
+      if (st) out.set(baseline_metric::small_ttft_p50_ms, *st);
+      if (sp) out.set(baseline_metric::small_tpot_p50_ms, *sp);
+      if (so) out.set(baseline_metric::small_total_p50_ms, *so);
+      if (auto v = stats::median(small.clump_wait)) out.set(baseline_metric::small_clump_wait_p50_ms, *v);
+      if (st && tt.p50 && *st > 0) out.set(baseline_metric::ttft_ratio, *tt.p50 / *st);
+      if (sp && tp.p50 && *sp > 0) out.set(baseline_metric::tpot_ratio, *tp.p50 / *sp);
+      if (so && to.p50 && *so > 0) out.set(baseline_metric::total_ratio, *to.p50 / *so);
       // Decode is memory-bound: each token reads every (active) weight once, so on the same
       // endpoint and hardware class time per token grows with the parameters.
       const auto target_b = api::parameters_from_name(m.target), small_b = api::parameters_from_name(m.small);
       const std::optional<double> size_ratio =
           target_b && small_b && *small_b > 0 ? std::optional<double>(*target_b / *small_b) : std::nullopt;
-      if (size_ratio) out.set("size_ratio", *size_ratio);
+      if (size_ratio) out.set(baseline_metric::size_ratio, *size_ratio);
       const double expected = size_ratio ? std::max(1.0, *size_ratio) : kWidestCommonPair;
-      out.set("expected_tpot_ratio", expected);
+      out.set(baseline_metric::expected_tpot_ratio, expected);
       if (sp && tp.p50 && *sp > 0) {
-        out.set("unexplained_tpot_ratio", *tp.p50 / *sp / expected);
-        out.set("unexplained_tpot_ms_per_token", std::max(0.0, *tp.p50 - expected * *sp));
+        out.set(baseline_metric::unexplained_tpot_ratio, *tp.p50 / *sp / expected);
+        out.set(baseline_metric::unexplained_tpot_ms_per_token, std::max(0.0, *tp.p50 - expected * *sp));
       }
     } else {
       out.details["small_model"] = "not given (--small-model): no ratios";

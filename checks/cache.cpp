@@ -1,6 +1,8 @@
 // checks/cache.cpp. Measures the provider's prompt cache (OpenAI from 1,024 tokens, Anthropic's
 // cache_control, vLLM's and SGLang's block caches, llama.cpp's cache_prompt) on the target model:
-// prompts of fresh prefixes as long (misses, the control); then a prompt whose first
+// prompts of the suffix's length alone (what a prompt costs without the prefix: the rules price a
+// cache that never hits against it, so the check needs no other); prompts of fresh prefixes as
+// long (misses, the control); then a prompt whose first
 // cache.prefix_tokens tokens are shared (unique to the run, so no earlier run or other client
 // filled the cache), sent once to fill the cache and again back to back; then again after rising
 // idle gaps (cache.idle_gaps), each counted from the shared prefix's last request.
@@ -15,7 +17,7 @@
 // Cannot tell: a cache that holds a prefix only for some replicas (a hit depends on the replica
 // the balancer picks: a hit ratio between 0 and 1), eviction by size from eviction by time.
 // Emits: cache.{prompt_tokens_count,reported_ratio,hit_ratio,cached_tokens_p50_count,
-// miss_ttft_p50_ms,hit_ttft_p50_ms,saves_ms,held_s,gone_s,gaps_count,samples_count,failures_count}.
+// short_ttft_p50_ms,miss_ttft_p50_ms,hit_ttft_p50_ms,saves_ms,held_s,gone_s,gaps_count,samples_count,failures_count}.
 #include <algorithm>
 #include <cmath>
 
@@ -32,23 +34,24 @@ const CheckInfo kCacheInfo{
     "Prompt cache",
     "A long shared prefix sent again back to back and after idle gaps: whether the provider's prompt cache serves it, "
     "what a hit saves, and after how long idle it is gone.",
-    {{"cache.prompt_tokens_count", "count", "prompt tokens of each request, as the server counted them"},
-     {"cache.reported_ratio", "ratio",
+    {{cache_metric::prompt_tokens_count.name, "count", "prompt tokens of each request, as the server counted them"},
+     {cache_metric::reported_ratio.name, "ratio",
       "share of answers whose usage said how many prompt tokens were cached (0: the provider does not say, and hits "
       "are read from the time to first token)"},
-     {"cache.hit_ratio", "ratio", "share of the back-to-back requests of the shared prefix served from the cache"},
-     {"cache.cached_tokens_p50_count", "count", "median cached prompt tokens the back-to-back requests reported"},
-     {"cache.miss_ttft_p50_ms", "ms", "median TTFT of the requests of a fresh prefix (misses)"},
-     {"cache.hit_ttft_p50_ms", "ms", "median TTFT of the back-to-back requests that hit"},
-     {"cache.saves_ms", "ms", "what a hit saves: the misses' median TTFT minus the hits'"},
-     {"cache.held_s", "s", "longest idle after which the shared prefix still hit"},
-     {"cache.gone_s", "s", "shortest idle after which it missed: the cache had let it go"},
-     {"cache.gaps_count", "count", "idle gaps measured"},
-     {"cache.samples_count", "count", "requests that succeeded"},
-     {"cache.failures_count", "count", "failed requests"}},
-    {{"gone_s", "a hit saves {saves_ms} ({hit_ratio%} of repeats hit, {cached_tokens_p50_count|token} cached); gone "
+     {cache_metric::hit_ratio.name, "ratio", "share of the back-to-back requests of the shared prefix served from the cache"},
+     {cache_metric::cached_tokens_p50_count.name, "count", "median cached prompt tokens the back-to-back requests reported"},
+     {cache_metric::short_ttft_p50_ms.name, "ms", "median TTFT of prompts of the suffix's length alone: a prompt without the prefix"},
+     {cache_metric::miss_ttft_p50_ms.name, "ms", "median TTFT of the requests of a fresh prefix (misses)"},
+     {cache_metric::hit_ttft_p50_ms.name, "ms", "median TTFT of the back-to-back requests that hit"},
+     {cache_metric::saves_ms.name, "ms", "what a hit saves: the misses' median TTFT minus the hits'"},
+     {cache_metric::held_s.name, "s", "longest idle after which the shared prefix still hit"},
+     {cache_metric::gone_s.name, "s", "shortest idle after which it missed: the cache had let it go"},
+     {cache_metric::gaps_count.name, "count", "idle gaps measured"},
+     {cache_metric::samples_count.name, "count", "requests that succeeded"},
+     {cache_metric::failures_count.name, "count", "failed requests"}},
+    {{&cache_metric::gone_s, "a hit saves {saves_ms} ({hit_ratio%} of repeats hit, {cached_tokens_p50_count|token} cached); gone "
                 "after {gone_s} idle, held after {held_s}"},
-     {"saves_ms", "a hit saves {saves_ms} on {prompt_tokens_count|prompt token} ({hit_ratio%} of repeats hit); held "
+     {&cache_metric::saves_ms, "a hit saves {saves_ms} on {prompt_tokens_count|prompt token} ({hit_ratio%} of repeats hit); held "
                   "after {held_s} idle"},
      {nullptr, "the shared prefix was not served from the cache: TTFT {miss_ttft_p50_ms} on a fresh prefix, "
                "{prompt_tokens_count|prompt token}, {hit_ratio%} of repeats hit"}},
@@ -77,6 +80,8 @@ class CacheCheck final : public Check {
   std::vector<Step> plan() const override {
     const long long prompt = prefix_tokens_ + suffix_tokens_;
     std::vector<Step> steps = {
+        {"the suffix alone, " + std::to_string(suffix_tokens_) + " tokens: a prompt without the prefix", repeats_, "target",
+         suffix_tokens_, 1},
         {"a fresh prefix of " + std::to_string(prefix_tokens_) + " tokens each: the misses", repeats_, "target", prompt, 1},
         {"the shared prefix, once: the cache fills", 1, "target", prompt, 1},
         {"the shared prefix again, back to back", repeats_, "target", prompt, 1}};
@@ -94,6 +99,8 @@ class CacheCheck final : public Check {
     CheckResult out = CheckResult::start(kCacheInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");
     api::ChatRequest req = api::synthetic_request(ctx.models().target, prefix_tokens_ + suffix_tokens_, 1);
+    // Hits and misses are held to each other: every prompt keeps the words it is written with.
+    req.prompt_tokens_wanted = 0;
     req.shared_words = prefix_tokens_;
     RequestLoop loop(ctx, out);
     std::vector<Sent> sent;
@@ -110,8 +117,18 @@ class CacheCheck final : public Check {
       if (const auto t = s && s->ok ? server_ttft_ms(*s) : std::nullopt) sent.push_back({phase, idle_s, *t, *s});
     };
 
-    // The misses first, so that nothing comes between the shared prefix's requests but their own
-    // time: back to back means that, and each idle gap is counted from the last of them.
+    // A prompt without the prefix, the misses, then the shared prefix: nothing comes between the
+    // shared prefix's requests but their own time (back to back means that), and each idle gap is
+    // counted from the last of them.
+    std::vector<double> short_ttft;
+    for (int i = 0; i < repeats_ && !loop.stopped(); ++i) {
+      ctx.progress("cache: the suffix alone " + std::to_string(i + 1) + "/" + std::to_string(repeats_));
+      api::ChatRequest alone = api::synthetic_request(ctx.models().target, suffix_tokens_, 1);
+      alone.prompt_tokens_wanted = 0;
+      auto s = loop.send(alone, {{"phase", "short"}});
+      if (const auto t = s && s->ok ? server_ttft_ms(*s) : std::nullopt) short_ttft.push_back(*t);
+    }
+    if (const auto v = stats::median(short_ttft)) out.set(cache_metric::short_ttft_p50_ms, *v);
     for (int i = 0; i < repeats_ && !loop.stopped(); ++i) {
       ctx.progress("cache: a fresh prefix " + std::to_string(i + 1) + "/" + std::to_string(repeats_));
       one(++fresh, "fresh", 0);
@@ -131,8 +148,8 @@ class CacheCheck final : public Check {
       }
       one(kShared, "gap", core::to_ms(core::elapsed_us(shared_last, ctx.clock().now())) / 1000);
     }
-    out.set("failures_count", loop.failures());
-    out.set("samples_count", static_cast<double>(sent.size()));
+    out.set(cache_metric::failures_count, loop.failures());
+    out.set(cache_metric::samples_count, static_cast<double>(sent.size() + short_ttft.size()));
     if (sent.empty()) return out;
     summarize(sent, out);
     return out;
@@ -148,10 +165,10 @@ class CacheCheck final : public Check {
       if (s.phase == "fresh") miss_ttft.push_back(s.ttft_ms);
     }
     const auto prompt_p50 = stats::median(prompt);
-    if (prompt_p50) out.set("prompt_tokens_count", *prompt_p50);
-    out.set("reported_ratio", static_cast<double>(reported) / static_cast<double>(sent.size()));
+    if (prompt_p50) out.set(cache_metric::prompt_tokens_count, *prompt_p50);
+    out.set(cache_metric::reported_ratio, static_cast<double>(reported) / static_cast<double>(sent.size()));
     const auto miss_p50 = stats::median(miss_ttft);
-    if (miss_p50) out.set("miss_ttft_p50_ms", *miss_p50);
+    if (miss_p50) out.set(cache_metric::miss_ttft_p50_ms, *miss_p50);
     // A hit by the provider's word when it gives one, else by the time to first token.
     const double prefix_share = static_cast<double>(prefix_tokens_) / (prefix_tokens_ + suffix_tokens_);
     const double margin = miss_p50 ? std::max(3 * stats::mad(miss_ttft), 0.1 * *miss_p50) : 0;
@@ -195,21 +212,21 @@ class CacheCheck final : public Check {
     out.details["hit_by"] = reported > 0 ? "the provider's usage (cached tokens)" : "the time to first token";
     out.details["miss_margin_ms"] = margin;
     out.tables.push_back(std::move(table));
-    if (repeats > 0) out.set("hit_ratio", static_cast<double>(hits) / repeats);
-    if (const auto c = stats::median(cached)) out.set("cached_tokens_p50_count", *c);
+    if (repeats > 0) out.set(cache_metric::hit_ratio, static_cast<double>(hits) / repeats);
+    if (const auto c = stats::median(cached)) out.set(cache_metric::cached_tokens_p50_count, *c);
     if (const auto h = stats::median(hit_ttft)) {
-      out.set("hit_ttft_p50_ms", *h);
-      if (miss_p50) out.set("saves_ms", *miss_p50 - *h);
+      out.set(cache_metric::hit_ttft_p50_ms, *h);
+      if (miss_p50) out.set(cache_metric::saves_ms, *miss_p50 - *h);
     }
-    out.set("gaps_count", static_cast<double>(std::count_if(sent.begin(), sent.end(), [](const Sent& s) {
+    out.set(cache_metric::gaps_count, static_cast<double>(std::count_if(sent.begin(), sent.end(), [](const Sent& s) {
               return s.phase == "gap";
             })));
     // How long it holds means something only for a cache that served every back-to-back repeat:
     // where some missed, a gap's miss may be another replica's or the first tokens' noise, not an
     // eviction.
     if (repeats > 0 && hits == repeats) {
-      if (held) out.set("held_s", *held);
-      if (gone) out.set("gone_s", *gone);
+      if (held) out.set(cache_metric::held_s, *held);
+      if (gone) out.set(cache_metric::gone_s, *gone);
     }
   }
 

@@ -1,6 +1,26 @@
 #pragma once
-// The cache check's settings, each declared here once.
+// The cache check's metrics and settings, each declared here once. Its CheckInfo names each metric through
+// its constant here (and gives its unit and help), the check sets it through it, and other code
+// reads it through it.
 #include "checks/check.h"
+
+namespace infdoctor::checks::cache_metric {
+
+inline constexpr MetricKey prompt_tokens_count{"cache.prompt_tokens_count"};
+inline constexpr MetricKey reported_ratio{"cache.reported_ratio"};
+inline constexpr MetricKey hit_ratio{"cache.hit_ratio"};
+inline constexpr MetricKey cached_tokens_p50_count{"cache.cached_tokens_p50_count"};
+inline constexpr MetricKey short_ttft_p50_ms{"cache.short_ttft_p50_ms"};
+inline constexpr MetricKey miss_ttft_p50_ms{"cache.miss_ttft_p50_ms"};
+inline constexpr MetricKey hit_ttft_p50_ms{"cache.hit_ttft_p50_ms"};
+inline constexpr MetricKey saves_ms{"cache.saves_ms"};
+inline constexpr MetricKey held_s{"cache.held_s"};
+inline constexpr MetricKey gone_s{"cache.gone_s"};
+inline constexpr MetricKey gaps_count{"cache.gaps_count"};
+inline constexpr MetricKey samples_count{"cache.samples_count"};
+inline constexpr MetricKey failures_count{"cache.failures_count"};
+
+}  // namespace infdoctor::checks::cache_metric
 
 // What `--set cache.NAME=VALUE` sets; the check lists them in its CheckInfo.
 namespace infdoctor::checks::cache_setting {

@@ -2,6 +2,7 @@
 
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -43,20 +44,24 @@ std::optional<double> metric_of(const std::vector<CheckResult>& checks, const Me
   return std::nullopt;
 }
 
-void CheckResult::add_summary(const std::string& prefix, const std::string& unit, const std::vector<double>& values) {
-  const std::string p = prefix.empty() ? "" : prefix + "_";
-  const stats::Summary s = stats::summarize(values);
-  metrics[p + "samples_count"] = static_cast<double>(s.count);
-  if (s.count == 0) return;
-  metrics[p + "p50_" + unit] = *s.p50;
-  metrics[p + "p90_" + unit] = *s.p90;
-  metrics[p + "max_" + unit] = *s.max;
+void CheckResult::set(const MetricKey& m, double value) {
+  assert(m.check() == id);  // a check sets only what it declares
+  metrics[std::string(m.key())] = value;
 }
 
-void CheckResult::add_median_ci(const std::string& stem, const std::string& unit, const std::vector<double>& values) {
+void CheckResult::add_summary(const SummaryKeys& keys, const std::vector<double>& values) {
+  const stats::Summary s = stats::summarize(values);
+  if (keys.count) set(*keys.count, static_cast<double>(s.count));
+  if (s.count == 0) return;
+  set(keys.p50, *s.p50);
+  set(keys.p90, *s.p90);
+  set(keys.max, *s.max);
+}
+
+void CheckResult::add_median_ci(const IntervalKeys& keys, const std::vector<double>& values) {
   if (auto ci = stats::bootstrap_median_ci(values)) {
-    metrics[stem + "_ci_low_" + unit] = ci->low;
-    metrics[stem + "_ci_high_" + unit] = ci->high;
+    set(keys.low, ci->low);
+    set(keys.high, ci->high);
   }
 }
 
@@ -246,7 +251,23 @@ void CheckContext::set_addresses(std::vector<std::string> a) {
   for (const auto& pin : endpoint_.resolve)
     if (pin.rfind(prefix, 0) == 0) return;
   const std::string& ip = addresses_.front();
+  pin_ = endpoint_.resolve.size();
   endpoint_.resolve.push_back(prefix + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip));
+}
+
+void CheckContext::mark_silent(const std::string& ip) {
+  if (!silent(ip)) silent_.push_back(ip);
+  if (!pin_) return;
+  const std::string prefix = target_.host + ":" + std::to_string(target_.port) + ":";
+  for (const auto& a : addresses_)
+    if (!silent(a)) {
+      endpoint_.resolve[*pin_] = prefix + (a.find(':') != std::string::npos ? "[" + a + "]" : a);
+      return;
+    }
+}
+
+bool CheckContext::silent(const std::string& ip) const {
+  return std::find(silent_.begin(), silent_.end(), ip) != silent_.end();
 }
 
 core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {

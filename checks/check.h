@@ -55,13 +55,27 @@ struct MetricTags {
 };
 
 // A declared metric as code refers to it: its name as rules see it, "<check id>.<quantity>_<unit>".
-// A check declares the ones other code reads as constants in its header (checks/baseline.h, ...),
-// its CheckInfo names them through those, and readers look them up through them.
+// A check declares each of its metrics as a constant in its header (checks/baseline.h, ...): its
+// CheckInfo names it through that, the check sets it through it (CheckResult::set), and readers
+// look it up through it, so the name is spelled once (a registry test holds checks/*.cpp to it).
 struct MetricKey {
   const char* name;
   constexpr std::string_view check() const { return std::string_view(name).substr(0, std::string_view(name).find('.')); }
   // The name without the check id: how CheckResult::metrics holds it.
   constexpr std::string_view key() const { return std::string_view(name).substr(std::string_view(name).find('.') + 1); }
+};
+
+// The metrics a summary of kept raw values sets (CheckResult::add_summary), each a declared
+// constant of the check: median, 90th percentile and largest, and how many values there were
+// (not set when the check counts its samples otherwise).
+struct SummaryKeys {
+  MetricKey p50, p90, max;
+  std::optional<MetricKey> count = std::nullopt;
+};
+
+// The two ends of the seeded bootstrap 95 % interval of a median (CheckResult::add_median_ci).
+struct IntervalKeys {
+  MetricKey low, high;
 };
 
 struct MetricInfo {
@@ -72,10 +86,10 @@ struct MetricInfo {
 };
 
 // The check's one line in the report. The first headline whose `when` metric was measured (or
-// that has none) is shown; each {quantity_unit} is the check's metric, formatted by its unit ("-"
-// when unmeasured), and {quantity_ratio%} is a ratio shown as a percentage.
+// that has none: nullptr) is shown; each {quantity_unit} is the check's metric, formatted by its
+// unit ("-" when unmeasured), and {quantity_ratio%} is a ratio shown as a percentage.
 struct Headline {
-  const char* when;
+  const MetricKey* when;
   const char* text;
 };
 
@@ -173,14 +187,17 @@ struct CheckResult {
   CheckResult& fail(const core::Error& e);
   CheckResult& skip(std::string reason);
   void set(const std::string& name, double value) { metrics[name] = value; }
+  // How a check sets its own metrics: through the constant that declares each (checks/<id>.h), so
+  // that its name is spelled once.
+  void set(const MetricKey& m, double value);
   // The metric `m` when this is its check and it was measured.
   std::optional<double> metric(const MetricKey& m) const;
-  // `<prefix>_{p50,p90,max}_<unit>` and `<prefix>_samples_count` from kept raw values; with an
-  // empty prefix, `p50_<unit>` and `samples_count`.
-  void add_summary(const std::string& prefix, const std::string& unit, const std::vector<double>& values);
-  // `<stem>_ci_low_<unit>` and `<stem>_ci_high_<unit>`: the seeded bootstrap 95 % interval of the
-  // median, when there are enough values for one. `infdoctor compare` tells real differences by it.
-  void add_median_ci(const std::string& stem, const std::string& unit, const std::vector<double>& values);
+  // The count (when `keys` has one), median, 90th percentile and largest of kept raw values; only
+  // the count when there are none.
+  void add_summary(const SummaryKeys& keys, const std::vector<double>& values);
+  // The seeded bootstrap 95 % interval of the median, when there are enough values for one.
+  // `infdoctor compare` tells real differences by it.
+  void add_median_ci(const IntervalKeys& keys, const std::vector<double>& values);
 };
 
 nlohmann::json to_json(const CheckResult& r);
@@ -298,6 +315,14 @@ class CheckContext {
   // Also pins the API host to the first address for every later request (unless --resolve did),
   // so every check measures the server the dns check found.
   void set_addresses(std::vector<std::string> a);
+  // An address that never answered a probe (the path check gave it up): later checks do not wait
+  // on it again, and when it is the one the requests were pinned to, the pin moves to the first
+  // address not known silent, as a client falls back to the next address it resolved.
+  void mark_silent(const std::string& ip);
+  bool silent(const std::string& ip) const;
+  // Through a proxy (api::proxy_route): the proxy's addresses, which the requests connect to.
+  const std::vector<std::string>& proxy_addresses() const { return proxy_addresses_; }
+  void set_proxy_addresses(std::vector<std::string> a) { proxy_addresses_ = std::move(a); }
   const Models& models() const { return models_; }
   void set_models(Models m) { models_ = std::move(m); }
 
@@ -325,7 +350,8 @@ class CheckContext {
   std::function<void(const std::string&)> progress_;
   std::function<void(core::SteadyTime)> waiting_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
-  std::vector<std::string> addresses_;
+  std::vector<std::string> addresses_, proxy_addresses_, silent_;
+  std::optional<std::size_t> pin_;  // the endpoint's pin this context added (set_addresses), by index
   Models models_;
 };
 

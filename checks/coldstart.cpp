@@ -29,17 +29,17 @@ const CheckInfo kColdstartInfo{
     "Cold starts",
     "Time to first token after rising idle gaps, against back-to-back requests.",
     {{coldstart_metric::baseline_ttft_p50_ms.name, "ms", "median TTFT of back-to-back requests", {.history = true}},
-     {"coldstart.baseline_ttft_mad_ms", "ms", "their spread (scaled MAD)"},
-     {"coldstart.first_request_ttft_ms", "ms", "TTFT of the run's first model request"},
+     {coldstart_metric::baseline_ttft_mad_ms.name, "ms", "their spread (scaled MAD)"},
+     {coldstart_metric::first_request_ttft_ms.name, "ms", "TTFT of the run's first model request"},
      {coldstart_metric::first_request_penalty_ms.name, "ms", "first request's TTFT minus the baseline median", {.history = true}},
      {coldstart_metric::penalty_ms.name, "ms", "median TTFT excess over the baseline after the cold gaps",
       {.layer = "cold start after idle", .per = "requests after idle", .history = true, .slo = "cold_start_penalty_ms", .column = "cold ms"}},
      {coldstart_metric::threshold_s.name, "s", "shortest idle gap after which TTFT jumped"},
-     {"coldstart.threshold_low_s", "s", "longest shorter gap after which it did not"},
-     {"coldstart.cold_gaps_count", "count", "idle gaps after which TTFT jumped"},
-     {"coldstart.gaps_count", "count", "idle gaps measured"},
-     {"coldstart.samples_count", "count", "requests that succeeded"}},
-    {{"penalty_ms", "TTFT +{penalty_ms} after {threshold_s} idle (not after {threshold_low_s}); baseline {baseline_ttft_p50_ms}"},
+     {coldstart_metric::threshold_low_s.name, "s", "longest shorter gap after which it did not"},
+     {coldstart_metric::cold_gaps_count.name, "count", "idle gaps after which TTFT jumped"},
+     {coldstart_metric::gaps_count.name, "count", "idle gaps measured"},
+     {coldstart_metric::samples_count.name, "count", "requests that succeeded"}},
+    {{&coldstart_metric::penalty_ms, "TTFT +{penalty_ms} after {threshold_s} idle (not after {threshold_low_s}); baseline {baseline_ttft_p50_ms}"},
      {nullptr, "no jump after {gaps_count} idle gaps; baseline TTFT {baseline_ttft_p50_ms}, first request {first_request_ttft_ms}"}},
     {coldstart_setting::idle_gaps, coldstart_setting::baseline_samples, coldstart_setting::prompt_tokens}};
 
@@ -98,11 +98,11 @@ class ColdstartCheck final : public Check {
     const double base_med = *stats::median(base);
     const double base_mad = stats::mad(base);
     const double margin = std::max({5 * base_mad, 0.2 * base_med, 25.0});
-    out.set("baseline_ttft_p50_ms", base_med);
-    out.set("baseline_ttft_mad_ms", base_mad);
+    out.set(coldstart_metric::baseline_ttft_p50_ms, base_med);
+    out.set(coldstart_metric::baseline_ttft_mad_ms, base_mad);
     if (first) {
-      out.set("first_request_ttft_ms", *first);
-      out.set("first_request_penalty_ms", *first - base_med);
+      out.set(coldstart_metric::first_request_ttft_ms, *first);
+      out.set(coldstart_metric::first_request_penalty_ms, *first - base_med);
     }
 
     nlohmann::json table = nlohmann::json::array();
@@ -167,15 +167,15 @@ class ColdstartCheck final : public Check {
     out.details["gaps"] = table;
     if (!gaps.rows.empty()) out.tables.push_back(std::move(gaps));
     out.details["margin_ms"] = margin;
-    out.set("gaps_count", measured);
-    out.set("cold_gaps_count", static_cast<double>(excess_cold.size()));
-    out.set("samples_count", static_cast<double>(std::count_if(out.requests.begin(), out.requests.end(),
+    out.set(coldstart_metric::gaps_count, measured);
+    out.set(coldstart_metric::cold_gaps_count, static_cast<double>(excess_cold.size()));
+    out.set(coldstart_metric::samples_count, static_cast<double>(std::count_if(out.requests.begin(), out.requests.end(),
                                                                [](const LabelledSample& r) { return r.sample.ok; })));
     if (threshold) {
-      out.set("threshold_s", *threshold);
-      out.set("penalty_ms", *stats::median(excess_cold));
+      out.set(coldstart_metric::threshold_s, *threshold);
+      out.set(coldstart_metric::penalty_ms, *stats::median(excess_cold));
     }
-    if (threshold_low) out.set("threshold_low_s", *threshold_low);
+    if (threshold_low) out.set(coldstart_metric::threshold_low_s, *threshold_low);
     return out;
   }
 

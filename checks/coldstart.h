@@ -1,15 +1,21 @@
 #pragma once
-// The coldstart check's metrics that other code reads (history, report.html, Prometheus, the
-// session's plan line). Each is declared here once (the
-// check's CheckInfo gives its unit and help), and the check's settings.
+// The coldstart check's metrics and settings, each declared here once. Its CheckInfo names each metric through
+// its constant here (and gives its unit and help), the check sets it through it, and other code
+// reads it through it.
 #include "checks/check.h"
 
 namespace infdoctor::checks::coldstart_metric {
 
 inline constexpr MetricKey baseline_ttft_p50_ms{"coldstart.baseline_ttft_p50_ms"};
-inline constexpr MetricKey penalty_ms{"coldstart.penalty_ms"};
+inline constexpr MetricKey baseline_ttft_mad_ms{"coldstart.baseline_ttft_mad_ms"};
+inline constexpr MetricKey first_request_ttft_ms{"coldstart.first_request_ttft_ms"};
 inline constexpr MetricKey first_request_penalty_ms{"coldstart.first_request_penalty_ms"};
+inline constexpr MetricKey penalty_ms{"coldstart.penalty_ms"};
 inline constexpr MetricKey threshold_s{"coldstart.threshold_s"};
+inline constexpr MetricKey threshold_low_s{"coldstart.threshold_low_s"};
+inline constexpr MetricKey cold_gaps_count{"coldstart.cold_gaps_count"};
+inline constexpr MetricKey gaps_count{"coldstart.gaps_count"};
+inline constexpr MetricKey samples_count{"coldstart.samples_count"};
 
 }  // namespace infdoctor::checks::coldstart_metric
 

@@ -13,7 +13,7 @@
 //   whole time: half a request or more is a wait for a slot, whatever k is.
 //   throughput_scaling_ratio = parallelism / max level; latency_growth_ratio = (batch time at max /
 //   batch time at 1) / max level: 1 = served one after another.
-//   The knee is the last level after which doubling the streams adds less than 20 % throughput.
+//   The knee is the first level that no higher level beats by 20 % or more in throughput.
 // Over HTTP/2 a level's streams share one connection; the highest level then runs again with each
 // stream on a connection of its own, and a wait that only the shared connection has is a limit
 // per connection (a gateway's streams per client connection), not the server's slots.
@@ -36,34 +36,34 @@ const CheckInfo kConcurrencyInfo{
     "concurrency",
     "Concurrency and queueing",
     "Parallel streams at rising levels: does throughput grow, or does latency grow in proportion?",
-    {{"concurrency.ttft_p50_at_1_ms", "ms", "median TTFT with one stream"},
-     {"concurrency.ttft_p50_at_max_ms", "ms", "median TTFT at the highest level"},
-     {"concurrency.ttft_p90_at_max_ms", "ms", "90th percentile TTFT at the highest level"},
-     {"concurrency.total_p50_at_1_ms", "ms", "median end-to-end with one stream"},
-     {"concurrency.total_p50_at_max_ms", "ms", "median end-to-end at the highest level"},
-     {"concurrency.throughput_at_1_tokens_per_s", "tokens/s", "output tokens per second, one stream"},
-     {"concurrency.throughput_at_max_tokens_per_s", "tokens/s", "output tokens per second, highest level"},
-     {"concurrency.throughput_scaling_ratio", "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
-     {"concurrency.latency_growth_ratio", "ratio", "growth of the time a whole batch takes over the growth of the batch: 1 = served one at a time"},
-     {"concurrency.ttft_growth_ratio", "ratio", "median TTFT at the highest level over one stream's"},
-     {"concurrency.parallelism_count", "count", "throughput at the highest level over one stream's: requests served at once, in effect"},
-     {"concurrency.queue_wait_mean_at_max_ms", "ms", "mean TTFT at the highest level minus one stream's median: the average stream's wait"},
-     {"concurrency.queue_wait_p90_at_max_ms", "ms", "90th percentile TTFT at the highest level minus one stream's median"},
-     {"concurrency.queue_wait_p90_services_ratio", "ratio", "that wait over one stream's whole time: 0.5 and more is a wait for a slot"},
-     {"concurrency.multiplexed_ratio", "ratio",
+    {{concurrency_metric::ttft_p50_at_1_ms.name, "ms", "median TTFT with one stream"},
+     {concurrency_metric::ttft_p50_at_max_ms.name, "ms", "median TTFT at the highest level"},
+     {concurrency_metric::ttft_p90_at_max_ms.name, "ms", "90th percentile TTFT at the highest level"},
+     {concurrency_metric::total_p50_at_1_ms.name, "ms", "median end-to-end with one stream"},
+     {concurrency_metric::total_p50_at_max_ms.name, "ms", "median end-to-end at the highest level"},
+     {concurrency_metric::throughput_at_1_tokens_per_s.name, "tokens/s", "output tokens per second, one stream"},
+     {concurrency_metric::throughput_at_max_tokens_per_s.name, "tokens/s", "output tokens per second, highest level"},
+     {concurrency_metric::throughput_scaling_ratio.name, "ratio", "throughput gain over the level gain: 1 batches, 1/max serialises"},
+     {concurrency_metric::latency_growth_ratio.name, "ratio", "growth of the time a whole batch takes over the growth of the batch: 1 = served one at a time"},
+     {concurrency_metric::ttft_growth_ratio.name, "ratio", "median TTFT at the highest level over one stream's"},
+     {concurrency_metric::parallelism_count.name, "count", "throughput at the highest level over one stream's: requests served at once, in effect"},
+     {concurrency_metric::queue_wait_mean_at_max_ms.name, "ms", "mean TTFT at the highest level minus one stream's median: the average stream's wait"},
+     {concurrency_metric::queue_wait_p90_at_max_ms.name, "ms", "90th percentile TTFT at the highest level minus one stream's median"},
+     {concurrency_metric::queue_wait_p90_services_ratio.name, "ratio", "that wait over one stream's whole time: 0.5 and more is a wait for a slot"},
+     {concurrency_metric::multiplexed_ratio.name, "ratio",
       "streams of the highest level answered over HTTP/2, so sharing a connection (HTTP/1.1 gives each its own)"},
-     {"concurrency.separate_queue_wait_mean_at_max_ms", "ms",
+     {concurrency_metric::separate_queue_wait_mean_at_max_ms.name, "ms",
       "over HTTP/2, the highest level again with each stream on a connection of its own: the average stream's wait"},
-     {"concurrency.separate_queue_wait_p90_services_ratio", "ratio",
+     {concurrency_metric::separate_queue_wait_p90_services_ratio.name, "ratio",
       "that pass's 90th percentile wait over one stream's whole time"},
-     {"concurrency.connection_wait_mean_ms", "ms",
+     {concurrency_metric::connection_wait_mean_ms.name, "ms",
       "the average stream's wait on one shared connection minus on connections of their own: what sharing costs"},
-     {"concurrency.knee_level_count", "count", "last level after which doubling streams adds < 20 % throughput (absent: it still grows at the highest level)",
+     {concurrency_metric::knee_level_count.name, "count", "the first level no higher level beats by 20 % in throughput (absent: it still grows at the highest level)",
       {.layer = "concurrency knee (streams)", .per = "under load", .history = true}},
      {concurrency_metric::max_level_count.name, "count", "highest level measured"},
-     {"concurrency.failures_count", "count", "failed requests"},
-     {"concurrency.rate_limited_count", "count", "429 answers"}},
-    {{"knee_level_count", "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
+     {concurrency_metric::failures_count.name, "count", "failed requests"},
+     {concurrency_metric::rate_limited_count.name, "count", "429 answers"}},
+    {{&concurrency_metric::knee_level_count, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
      {nullptr, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput still growing at {max_level_count|parallel stream}"}},
     {concurrency_setting::max_streams, concurrency_setting::levels, concurrency_setting::max_tokens,
      concurrency_setting::prompt_tokens, concurrency_setting::rounds}};
@@ -151,8 +151,8 @@ class ConcurrencyCheck final : public Check {
     }
     out.details["levels"] = table;
     if (!levels.rows.empty()) out.tables.push_back(std::move(levels));
-    out.set("failures_count", tally.failures);
-    out.set("rate_limited_count", tally.rate_limited);
+    out.set(concurrency_metric::failures_count, tally.failures);
+    out.set(concurrency_metric::rate_limited_count, tally.rate_limited);
     if (done.empty()) {
       if (out.status == CheckStatus::Ok)
         return out.fail(core::make_error(core::ErrorCode::StreamError, "no concurrency level succeeded"));
@@ -160,43 +160,46 @@ class ConcurrencyCheck final : public Check {
     }
     const Level& first = done.front();
     const Level& last = done.back();
-    out.set("max_level_count", last.streams);
+    out.set(concurrency_metric::max_level_count, last.streams);
     const double ttft1 = *stats::summarize(first.ttft).p50;
     const auto service = stats::summarize(first.total).p50;  // one stream's whole time
-    out.set("ttft_p50_at_1_ms", ttft1);
+    out.set(concurrency_metric::ttft_p50_at_1_ms, ttft1);
     const auto lt = stats::summarize(last.ttft);
-    out.set("ttft_p50_at_max_ms", *lt.p50);
-    out.set("ttft_p90_at_max_ms", *lt.p90);
-    if (service) out.set("total_p50_at_1_ms", *service);
-    if (auto v = stats::summarize(last.total).p50) out.set("total_p50_at_max_ms", *v);
-    out.set("throughput_at_1_tokens_per_s", first.throughput);
-    out.set("throughput_at_max_tokens_per_s", last.throughput);
+    out.set(concurrency_metric::ttft_p50_at_max_ms, *lt.p50);
+    out.set(concurrency_metric::ttft_p90_at_max_ms, *lt.p90);
+    if (service) out.set(concurrency_metric::total_p50_at_1_ms, *service);
+    if (auto v = stats::summarize(last.total).p50) out.set(concurrency_metric::total_p50_at_max_ms, *v);
+    out.set(concurrency_metric::throughput_at_1_tokens_per_s, first.throughput);
+    out.set(concurrency_metric::throughput_at_max_tokens_per_s, last.throughput);
     if (done.size() >= 2 && first.throughput > 0 && first.makespan_ms > 0) {
       const double level_gain = static_cast<double>(last.streams) / first.streams;
       const double parallelism = last.throughput / first.throughput * first.streams;
-      out.set("parallelism_count", parallelism);
-      out.set("throughput_scaling_ratio", parallelism / last.streams);
-      out.set("latency_growth_ratio", (last.makespan_ms / first.makespan_ms) / level_gain);
-      out.set("ttft_growth_ratio", *lt.p50 / std::max(1e-3, ttft1));
+      out.set(concurrency_metric::parallelism_count, parallelism);
+      out.set(concurrency_metric::throughput_scaling_ratio, parallelism / last.streams);
+      out.set(concurrency_metric::latency_growth_ratio, (last.makespan_ms / first.makespan_ms) / level_gain);
+      out.set(concurrency_metric::ttft_growth_ratio, *lt.p50 / std::max(1e-3, ttft1));
       const double wait_p90 = std::max(0.0, *lt.p90 - ttft1);
       const double wait_mean = std::max(0.0, *lt.mean - ttft1);
-      out.set("queue_wait_mean_at_max_ms", wait_mean);
-      out.set("queue_wait_p90_at_max_ms", wait_p90);
-      if (service && *service > 0) out.set("queue_wait_p90_services_ratio", wait_p90 / *service);
-      if (last.answered > 0) out.set("multiplexed_ratio", static_cast<double>(last.over_http2) / last.answered);
+      out.set(concurrency_metric::queue_wait_mean_at_max_ms, wait_mean);
+      out.set(concurrency_metric::queue_wait_p90_at_max_ms, wait_p90);
+      if (service && *service > 0) out.set(concurrency_metric::queue_wait_p90_services_ratio, wait_p90 / *service);
+      if (last.answered > 0) out.set(concurrency_metric::multiplexed_ratio, static_cast<double>(last.over_http2) / last.answered);
       if (separate) {
         const auto st = stats::summarize(separate->ttft);
         const double separate_mean = std::max(0.0, *st.mean - ttft1);
-        out.set("separate_queue_wait_mean_at_max_ms", separate_mean);
+        out.set(concurrency_metric::separate_queue_wait_mean_at_max_ms, separate_mean);
         if (service && *service > 0)
-          out.set("separate_queue_wait_p90_services_ratio", std::max(0.0, *st.p90 - ttft1) / *service);
-        out.set("connection_wait_mean_ms", wait_mean - separate_mean);
+          out.set(concurrency_metric::separate_queue_wait_p90_services_ratio, std::max(0.0, *st.p90 - ttft1) / *service);
+        out.set(concurrency_metric::connection_wait_mean_ms, wait_mean - separate_mean);
       }
-      // The knee is where throughput stopped growing; while it still grows at the highest level
-      // measured there is none to name.
-      for (std::size_t i = 1; i < done.size(); ++i) {
-        if (done[i].throughput < 1.2 * done[i - 1].throughput) {
-          out.set("knee_level_count", done[i - 1].streams);
+      // The knee is where throughput stopped growing: the first level that no higher one beats by
+      // 20 %. A level that adds little before one that adds again is no knee (the server did serve
+      // more at once later); while it still grows at the highest level there is none to name.
+      for (std::size_t i = 0; i + 1 < done.size(); ++i) {
+        const bool grows = std::any_of(done.begin() + static_cast<std::ptrdiff_t>(i) + 1, done.end(),
+                                       [&](const auto& l) { return l.throughput >= 1.2 * done[i].throughput; });
+        if (!grows) {
+          out.set(concurrency_metric::knee_level_count, done[i].streams);
           break;
         }
       }

@@ -2,11 +2,15 @@
 // host, `dns.samples` fresh queries each through c-ares (no cache, no hosts file, no search list),
 // and what it answers: addresses, TTLs, NXDOMAIN, SERVFAIL, REFUSED, timeouts, retried queries.
 // Resolvers: every nameserver of /etc/resolv.conf (unless dns.system=0) and every --resolver.
+// Through a proxy (--proxy, $https_proxy) the requests look up the proxy's name, and the proxy the
+// API host: the proxy's name is timed instead (nothing, when the proxy is an address), and the API
+// host is looked up once for the path check's probe of the direct route.
 // Cannot tell: what a caching daemon in front of them (nscd, systemd-resolved) would add or save.
 // Emits, for the first resolver (the one the system asks first): dns.{p50_ms,p90_ms,max_ms,
 // samples_count}; over all resolvers: failures, retries, resolvers and addresses counts.
 #include <set>
 
+#include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/dns.h"
 #include "checks/registry.h"
@@ -22,21 +26,21 @@ const CheckInfo kDnsInfo{
     "How long each resolver takes to resolve the API host, and what it answers.",
     {{dns_metric::p50_ms.name, "ms", "median lookup time, first resolver",
       {.layer = "DNS", .per = "new connections", .history = true, .slo = "dns_p50_ms"}},
-     {"dns.p50_ci_low_ms", "ms", "95 % interval of the median lookup, low end"},
-     {"dns.p50_ci_high_ms", "ms", "95 % interval of the median lookup, high end"},
-     {"dns.p90_ms", "ms", "90th percentile lookup time, first resolver"},
-     {"dns.max_ms", "ms", "slowest lookup, first resolver"},
-     {"dns.samples_count", "count", "answered lookups, first resolver"},
-     {"dns.failures_count", "count", "lookups that failed, all resolvers"},
-     {"dns.timeouts_count", "count", "lookups that timed out, all resolvers"},
-     {"dns.nxdomain_count", "count", "NXDOMAIN answers, all resolvers"},
-     {"dns.servfail_count", "count", "SERVFAIL answers, all resolvers"},
-     {"dns.refused_count", "count", "REFUSED answers, all resolvers"},
-     {"dns.retries_count", "count", "answered lookups that needed a retry after a lost query"},
-     {"dns.resolvers_count", "count", "resolvers asked"},
-     {"dns.addresses_count", "count", "distinct addresses answered"},
-     {"dns.worst_p50_ms", "ms", "the slowest resolver's median"},
-     {"dns.min_ttl_s", "s", "smallest TTL answered"}},
+     {dns_metric::p50_ci_low_ms.name, "ms", "95 % interval of the median lookup, low end"},
+     {dns_metric::p50_ci_high_ms.name, "ms", "95 % interval of the median lookup, high end"},
+     {dns_metric::p90_ms.name, "ms", "90th percentile lookup time, first resolver"},
+     {dns_metric::max_ms.name, "ms", "slowest lookup, first resolver"},
+     {dns_metric::samples_count.name, "count", "answered lookups, first resolver"},
+     {dns_metric::failures_count.name, "count", "lookups that failed, all resolvers"},
+     {dns_metric::timeouts_count.name, "count", "lookups that timed out, all resolvers"},
+     {dns_metric::nxdomain_count.name, "count", "NXDOMAIN answers, all resolvers"},
+     {dns_metric::servfail_count.name, "count", "SERVFAIL answers, all resolvers"},
+     {dns_metric::refused_count.name, "count", "REFUSED answers, all resolvers"},
+     {dns_metric::retries_count.name, "count", "answered lookups that needed a retry after a lost query"},
+     {dns_metric::resolvers_count.name, "count", "resolvers asked"},
+     {dns_metric::addresses_count.name, "count", "distinct addresses answered"},
+     {dns_metric::worst_p50_ms.name, "ms", "the slowest resolver's median"},
+     {dns_metric::min_ttl_s.name, "s", "smallest TTL answered"}},
     {{nullptr, "p50 {p50_ms}, max {max_ms}, {failures_count} failed, {addresses_count} addresses"}},
     {dns_setting::samples, dns_setting::timeout_ms, dns_setting::tries, dns_setting::system, dns_setting::resolvers}};
 
@@ -61,10 +65,13 @@ class DnsCheck final : public Check {
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kDnsInfo.id);
     const Target& t = ctx.target();
-    if (t.host_is_ip) {
-      ctx.set_addresses({t.host});
-      return out.skip("the API host is an IP address: nothing to resolve");
-    }
+    // Through a proxy the requests resolve the proxy's name, not the API host's (the proxy does
+    // that): the lookups timed are the proxy's. The API host is still looked up once, for the path
+    // check's probe of the direct route, which the requests do not take.
+    const auto proxy = api::proxy_route(ctx.endpoint());
+    if (t.host_is_ip) ctx.set_addresses({t.host});
+    if (t.host_is_ip && !proxy) return out.skip("the API host is an IP address: nothing to resolve");
+    if (proxy && dns::is_ip_literal(proxy->host)) ctx.set_proxy_addresses({proxy->host});
     std::vector<dns::Server> servers;
     if (use_system_) {
       auto sys = ctx.dns().system_servers();
@@ -78,6 +85,22 @@ class DnsCheck final : public Check {
     if (servers.empty()) return out.skip("no resolver configured (none in /etc/resolv.conf, no --resolver)");
 
     const dns::QueryOptions qo{std::chrono::milliseconds(timeout_ms_), tries_};
+    if (proxy) {
+      if (!t.host_is_ip) {
+        std::vector<std::string> direct;
+        for (const dns::Family fam : {dns::Family::A, dns::Family::AAAA}) {
+          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + t.host + " (the direct route)");
+          for (const auto& r : ctx.dns().query(servers.front(), t.host, fam, qo).records) direct.push_back(r.address);
+        }
+        out.details["direct_addresses"] = direct;
+        ctx.set_addresses(direct);
+      }
+      if (dns::is_ip_literal(proxy->host)) {
+        return out.skip("the requests go through the proxy " + proxy->url +
+                        ", an address: they resolve nothing, and the proxy resolves the API host itself");
+      }
+    }
+    const std::string host = proxy ? proxy->host : t.host;
     std::map<std::string, int> failures;  // token -> count, all resolvers
     int retries = 0;
     std::vector<std::string> v4, v6;
@@ -95,8 +118,8 @@ class DnsCheck final : public Check {
       for (int i = 0; i < samples_; ++i) {
         for (const dns::Family fam : {dns::Family::A, dns::Family::AAAA}) {
           if (!ctx.before_deadline()) break;
-          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + t.host + " via " + server.text());
-          const dns::Lookup l = ctx.dns().query(server, t.host, fam, qo);
+          ctx.progress("dns: " + std::string(dns::family_name(fam)) + " " + host + " via " + server.text());
+          const dns::Lookup l = ctx.dns().query(server, host, fam, qo);
           const double ms = core::to_ms(l.elapsed);
           nlohmann::json sample = {{"resolver", server.text()}, {"family", dns::family_name(fam)},
                                    {"ms", ms},                  {"timeouts", l.timeouts},
@@ -125,8 +148,8 @@ class DnsCheck final : public Check {
       }
       const stats::Summary sum = stats::summarize(took);
       if (si == 0) {
-        out.add_summary("", "ms", took);
-        out.add_median_ci("p50", "ms", took);
+        out.add_summary({dns_metric::p50_ms, dns_metric::p90_ms, dns_metric::max_ms, dns_metric::samples_count}, took);
+        out.add_median_ci({dns_metric::p50_ci_low_ms, dns_metric::p50_ci_high_ms}, took);
       }
       if (sum.p50) worst_p50 = worst_p50 ? std::max(*worst_p50, *sum.p50) : *sum.p50;
       nlohmann::json row = {{"resolver", server.text()},
@@ -147,19 +170,27 @@ class DnsCheck final : public Check {
     addresses.insert(addresses.end(), v6.begin(), v6.end());
     int failed = 0;
     for (const auto& [_, n] : failures) failed += n;
-    out.set("failures_count", failed);
-    out.set("timeouts_count", failures["dns_timeout"]);
-    out.set("nxdomain_count", failures["dns_nxdomain"]);
-    out.set("servfail_count", failures["dns_servfail"]);
-    out.set("refused_count", failures["dns_refused"]);
-    out.set("retries_count", retries);
-    out.set("resolvers_count", static_cast<double>(servers.size()));
-    out.set("addresses_count", static_cast<double>(addresses.size()));
-    if (worst_p50) out.set("worst_p50_ms", *worst_p50);
-    if (min_ttl) out.set("min_ttl_s", *min_ttl);
+    out.set(dns_metric::failures_count, failed);
+    out.set(dns_metric::timeouts_count, failures["dns_timeout"]);
+    out.set(dns_metric::nxdomain_count, failures["dns_nxdomain"]);
+    out.set(dns_metric::servfail_count, failures["dns_servfail"]);
+    out.set(dns_metric::refused_count, failures["dns_refused"]);
+    out.set(dns_metric::retries_count, retries);
+    out.set(dns_metric::resolvers_count, static_cast<double>(servers.size()));
+    out.set(dns_metric::addresses_count, static_cast<double>(addresses.size()));
+    if (worst_p50) out.set(dns_metric::worst_p50_ms, *worst_p50);
+    if (min_ttl) out.set(dns_metric::min_ttl_s, *min_ttl);
     out.details["resolvers"] = per_resolver;
     out.details["addresses"] = addresses;
     resolvers_table.note = "addresses: " + (addresses.empty() ? std::string("none") : core::join(addresses));
+    if (proxy) {
+      out.details["proxy"] = proxy->host;
+      resolvers_table.title = "dns: per resolver, the proxy's name " + proxy->host + " (the requests go through it)";
+      out.tables.push_back(std::move(resolvers_table));
+      ctx.set_proxy_addresses(addresses);
+      if (addresses.empty() && first_error) return out.fail(*first_error);
+      return out;
+    }
     out.tables.push_back(std::move(resolvers_table));
     ctx.set_addresses(addresses);
     if (addresses.empty() && first_error) return out.fail(*first_error);  // no resolver gave an address

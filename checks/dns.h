@@ -1,11 +1,27 @@
 #pragma once
-// The dns check's metrics that other code reads (summary.md, report.html). Each is declared here once (the
-// check's CheckInfo gives its unit and help), and the check's settings.
+// The dns check's metrics and settings, each declared here once. Its CheckInfo names each metric through
+// its constant here (and gives its unit and help), the check sets it through it, and other code
+// reads it through it.
 #include "checks/check.h"
 
 namespace infdoctor::checks::dns_metric {
 
 inline constexpr MetricKey p50_ms{"dns.p50_ms"};
+inline constexpr MetricKey p50_ci_low_ms{"dns.p50_ci_low_ms"};
+inline constexpr MetricKey p50_ci_high_ms{"dns.p50_ci_high_ms"};
+inline constexpr MetricKey p90_ms{"dns.p90_ms"};
+inline constexpr MetricKey max_ms{"dns.max_ms"};
+inline constexpr MetricKey samples_count{"dns.samples_count"};
+inline constexpr MetricKey failures_count{"dns.failures_count"};
+inline constexpr MetricKey timeouts_count{"dns.timeouts_count"};
+inline constexpr MetricKey nxdomain_count{"dns.nxdomain_count"};
+inline constexpr MetricKey servfail_count{"dns.servfail_count"};
+inline constexpr MetricKey refused_count{"dns.refused_count"};
+inline constexpr MetricKey retries_count{"dns.retries_count"};
+inline constexpr MetricKey resolvers_count{"dns.resolvers_count"};
+inline constexpr MetricKey addresses_count{"dns.addresses_count"};
+inline constexpr MetricKey worst_p50_ms{"dns.worst_p50_ms"};
+inline constexpr MetricKey min_ttl_s{"dns.min_ttl_s"};
 
 }  // namespace infdoctor::checks::dns_metric
 

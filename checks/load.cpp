@@ -14,8 +14,8 @@
 //   capacity_count = the highest requests per second of any level x the reference's
 //   end-to-end time (Little's law on the service alone): requests served at once, in effect. A
 //   server with k slots serves k; one that batches serves as many as it batches.
-//   knee_level_count = the last level after which the next adds less than 20 % requests per
-//   second (the concurrency check's bar): load past it queues instead of being served.
+//   knee_level_count = the first level that no higher level beats by 20 % in requests per second
+//   (the concurrency check's bar): load past it queues instead of being served.
 //   arrival_ks_ratio = with rates, the largest Kolmogorov-Smirnov distance between a level's sent
 //   gaps and the exponential distribution of its rate: below 1.36 / sqrt(gaps) the arrivals pass
 //   as Poisson at 5 %.
@@ -41,26 +41,27 @@ const CheckInfo kLoadInfo{
     "Load ramp",
     "Rising load on the target model, as users or as arrivals a second: latency percentiles, throughput and "
     "goodput at each level, the knee, and how many requests it serves at once.",
-    {{"load.reference_total_p50_ms", "ms", "median end-to-end time of a request sent alone: the service time"},
-     {"load.capacity_count", "count",
+    {{load_metric::reference_total_p50_ms.name, "ms", "median end-to-end time of a request sent alone: the service time"},
+     {load_metric::capacity_count.name, "count",
       "the highest requests per second of any level times the service time: requests served at once, in effect"},
-     {"load.peak_requests_per_s", "requests/s", "the highest requests per second any level completed"},
-     {"load.knee_level_count", "count",
-      "the last level after which the next adds under 20 % requests per second (absent: still growing at the highest)",
+     {load_metric::peak_requests_per_s.name, "requests/s", "the highest requests per second any level completed"},
+     {load_metric::knee_level_count.name, "count",
+      "the first level no higher level beats by 20 % in requests per second (absent: still growing at the highest)",
       {.layer = "load knee (users or requests/s)", .per = "under load", .history = true}},
-     {"load.max_level_count", "count", "the highest level measured (users, or requests per second)"},
-     {"load.ttft_p99_at_max_ms", "ms", "99th percentile TTFT at the highest level"},
-     {"load.total_p99_at_max_ms", "ms", "99th percentile end-to-end time at the highest level"},
-     {"load.throughput_at_max_tokens_per_s", "tokens/s", "output tokens per second at the highest level"},
-     {"load.goodput_at_max_ratio", "ratio",
+     {load_metric::max_level_count.name, "count", "the highest level measured (users, or requests per second)"},
+     {load_metric::ttft_p99_at_max_ms.name, "ms", "99th percentile TTFT at the highest level"},
+     {load_metric::total_p99_at_max_ms.name, "ms", "99th percentile end-to-end time at the highest level"},
+     {load_metric::throughput_at_max_tokens_per_s.name, "tokens/s", "output tokens per second at the highest level"},
+     {load_metric::goodput_at_max_ratio.name, "ratio",
       "share of the highest level's requests that succeeded within the load.slo_* limits"},
-     {"load.goodput_level_count", "count",
+     {load_metric::goodput_level_count.name, "count",
       "the highest level at which 90 % of requests or more met the limits (absent: none did)"},
-     {"load.arrival_ks_ratio", "ratio",
+     {load_metric::slo_limits_count.name, "count", "limits a request had to meet to count in the goodput (load.slo_*, which --slo sets)"},
+     {load_metric::arrival_ks_ratio.name, "ratio",
       "with rates: the largest Kolmogorov-Smirnov distance of a level's sent gaps from its exponential distribution"},
-     {"load.failures_count", "count", "failed requests"},
-     {"load.rate_limited_count", "count", "429 answers"}},
-    {{"knee_level_count", "about {capacity_count|request} served at once, {peak_requests_per_s} requests/s at most; "
+     {load_metric::failures_count.name, "count", "failed requests"},
+     {load_metric::rate_limited_count.name, "count", "429 answers"}},
+    {{&load_metric::knee_level_count, "about {capacity_count|request} served at once, {peak_requests_per_s} requests/s at most; "
                           "past {knee_level_count} more load queues; goodput {goodput_at_max_ratio%} at "
                           "{max_level_count}"},
      {nullptr, "about {capacity_count|request} served at once, {peak_requests_per_s} requests/s at most, still growing "
@@ -220,7 +221,7 @@ class LoadCheck final : public Check {
                                              (mix_[si].name.empty() ? std::string() : " of set " + mix_[si].name)));
       service += mix_[si].share * *p50;
     }
-    out.set("reference_total_p50_ms", service);
+    out.set(load_metric::reference_total_p50_ms, service);
 
     for (std::size_t li = 0; li < levels_.size(); ++li) {
       const double lv = levels_[li];
@@ -263,8 +264,8 @@ class LoadCheck final : public Check {
         break;
       }
     }
-    out.set("failures_count", failures);
-    out.set("rate_limited_count", rate_limited);
+    out.set(load_metric::failures_count, failures);
+    out.set(load_metric::rate_limited_count, rate_limited);
     if (done.empty()) return out;
     summarize(done, service, out);
     return out;
@@ -383,24 +384,29 @@ class LoadCheck final : public Check {
     out.tables.push_back(std::move(table));
 
     const LoadLevel& last = done.back();
-    out.set("max_level_count", last.level);
-    out.set("peak_requests_per_s", peak);
-    out.set("capacity_count", peak * service_ms / 1000);
-    if (auto v = stats::summarize(last.ttft).p99) out.set("ttft_p99_at_max_ms", *v);
-    if (auto v = stats::summarize(last.total).p99) out.set("total_p99_at_max_ms", *v);
-    if (last.span_ms > 0) out.set("throughput_at_max_tokens_per_s", last.tokens / (last.span_ms / 1000));
-    out.set("goodput_at_max_ratio", last.goodput());
-    if (goodput_level) out.set("goodput_level_count", *goodput_level);
+    out.set(load_metric::max_level_count, last.level);
+    out.set(load_metric::peak_requests_per_s, peak);
+    out.set(load_metric::capacity_count, peak * service_ms / 1000);
+    if (auto v = stats::summarize(last.ttft).p99) out.set(load_metric::ttft_p99_at_max_ms, *v);
+    if (auto v = stats::summarize(last.total).p99) out.set(load_metric::total_p99_at_max_ms, *v);
+    if (last.span_ms > 0) out.set(load_metric::throughput_at_max_tokens_per_s, last.tokens / (last.span_ms / 1000));
+    out.set(load_metric::goodput_at_max_ratio, last.goodput());
+    out.set(load_metric::slo_limits_count, (slo_ttft_ms_ > 0) + (slo_tpot_ms_ > 0) + (slo_total_ms_ > 0));
+    if (goodput_level) out.set(load_metric::goodput_level_count, *goodput_level);
     double ks = 0;
     for (const auto& l : done)
       if (l.ks) ks = std::max(ks, *l.ks);
-    if (open_) out.set("arrival_ks_ratio", ks);
-    // The knee: where requests per second stopped growing; none while it grows at the highest.
-    for (std::size_t i = 1; i < done.size(); ++i)
-      if (done[i].requests_per_s() < 1.2 * done[i - 1].requests_per_s()) {
-        out.set("knee_level_count", done[i - 1].level);
+    if (open_) out.set(load_metric::arrival_ks_ratio, ks);
+    // The knee: where requests per second stopped growing, the first level no higher one beats
+    // by 20 %; none while it grows at the highest.
+    for (std::size_t i = 0; i + 1 < done.size(); ++i) {
+      const bool grows = std::any_of(done.begin() + static_cast<std::ptrdiff_t>(i) + 1, done.end(),
+                                     [&](const LoadLevel& l) { return l.requests_per_s() >= 1.2 * done[i].requests_per_s(); });
+      if (!grows) {
+        out.set(load_metric::knee_level_count, done[i].level);
         break;
       }
+    }
   }
 
   bool open_;

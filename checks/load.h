@@ -1,7 +1,28 @@
 #pragma once
-// The load check's settings, each declared here once.
+// The load check's metrics and settings, each declared here once. Its CheckInfo names each metric through
+// its constant here (and gives its unit and help), the check sets it through it, and other code
+// reads it through it.
 #include "checks/check.h"
 #include "checks/concurrency.h"
+
+namespace infdoctor::checks::load_metric {
+
+inline constexpr MetricKey reference_total_p50_ms{"load.reference_total_p50_ms"};
+inline constexpr MetricKey capacity_count{"load.capacity_count"};
+inline constexpr MetricKey peak_requests_per_s{"load.peak_requests_per_s"};
+inline constexpr MetricKey knee_level_count{"load.knee_level_count"};
+inline constexpr MetricKey max_level_count{"load.max_level_count"};
+inline constexpr MetricKey ttft_p99_at_max_ms{"load.ttft_p99_at_max_ms"};
+inline constexpr MetricKey total_p99_at_max_ms{"load.total_p99_at_max_ms"};
+inline constexpr MetricKey throughput_at_max_tokens_per_s{"load.throughput_at_max_tokens_per_s"};
+inline constexpr MetricKey goodput_at_max_ratio{"load.goodput_at_max_ratio"};
+inline constexpr MetricKey goodput_level_count{"load.goodput_level_count"};
+inline constexpr MetricKey slo_limits_count{"load.slo_limits_count"};
+inline constexpr MetricKey arrival_ks_ratio{"load.arrival_ks_ratio"};
+inline constexpr MetricKey failures_count{"load.failures_count"};
+inline constexpr MetricKey rate_limited_count{"load.rate_limited_count"};
+
+}  // namespace infdoctor::checks::load_metric
 
 // What `--set load.NAME=VALUE` sets; the check lists them in its CheckInfo.
 namespace infdoctor::checks::load_setting {

@@ -38,28 +38,28 @@ const CheckInfo kReplayInfo{
     "Your own request",
     "Your request bodies sent as they are (--body FILE): what their prompt, its stable prefix, the prompt cache and "
     "their max_tokens cost.",
-    {{"replay.bodies_count", "count", "bodies sent"},
-     {"replay.body_bytes", "bytes", "median size of a body as sent"},
-     {"replay.prompt_tokens_count", "count", "median prompt tokens of a body, as the server counted them"},
-     {"replay.stable_prefix_tokens_count", "count",
+    {{replay_metric::bodies_count.name, "count", "bodies sent"},
+     {replay_metric::body_bytes.name, "bytes", "median size of a body as sent"},
+     {replay_metric::prompt_tokens_count.name, "count", "median prompt tokens of a body, as the server counted them"},
+     {replay_metric::stable_prefix_tokens_count.name, "count",
       "of those, the part that is the same every time (system prompt, tools, earlier turns; with several bodies, the "
       "messages they all begin with): its share of the prompt's text times the prompt tokens"},
-     {"replay.stable_prefix_ratio", "ratio", "that part's share of the prompt's text"},
-     {"replay.max_tokens_count", "count", "median max_tokens the bodies ask for"},
-     {"replay.output_tokens_p50_count", "count", "median output tokens the answers used"},
-     {"replay.first_ttft_ms", "ms", "median TTFT of each body's first send (the prompt cache cold for it)"},
-     {"replay.repeat_ttft_p50_ms", "ms",
+     {replay_metric::stable_prefix_ratio.name, "ratio", "that part's share of the prompt's text"},
+     {replay_metric::max_tokens_count.name, "count", "median max_tokens the bodies ask for"},
+     {replay_metric::output_tokens_p50_count.name, "count", "median output tokens the answers used"},
+     {replay_metric::first_ttft_ms.name, "ms", "median TTFT of each body's first send (the prompt cache cold for it)"},
+     {replay_metric::repeat_ttft_p50_ms.name, "ms",
       "median TTFT of the sends after the first, each with a word of its own before its last user message"},
-     {"replay.total_p50_ms", "ms", "median end-to-end time of every send"},
-     {"replay.cached_tokens_p50_count", "count", "median cached prompt tokens the provider reported on the repeats"},
-     {"replay.prefix_saved_ms", "ms",
+     {replay_metric::total_p50_ms.name, "ms", "median end-to-end time of every send"},
+     {replay_metric::cached_tokens_p50_count.name, "count", "median cached prompt tokens the provider reported on the repeats"},
+     {replay_metric::prefix_saved_ms.name, "ms",
       "the first send's TTFT minus the repeats', when the repeats reported half the stable prefix cached or more: "
       "what the cache saves on the prefix"},
-     {"replay.bytes_per_token_ratio", "ratio", "body bytes per prompt token (text is 4 to 6; images, tool schemas and "
+     {replay_metric::bytes_per_token_ratio.name, "ratio", "body bytes per prompt token (text is 4 to 6; images, tool schemas and "
                                                "whitespace make more)"},
-     {"replay.samples_count", "count", "sends that succeeded"},
-     {"replay.failures_count", "count", "failed sends"}},
-    {{"prefix_saved_ms", "{prompt_tokens_count|prompt token} ({stable_prefix_tokens_count} the same every time): first "
+     {replay_metric::samples_count.name, "count", "sends that succeeded"},
+     {replay_metric::failures_count.name, "count", "failed sends"}},
+    {{&replay_metric::prefix_saved_ms, "{prompt_tokens_count|prompt token} ({stable_prefix_tokens_count} the same every time): first "
                          "token {first_ttft_ms} cold, {repeat_ttft_p50_ms} with {cached_tokens_p50_count} cached"},
      {nullptr, "{prompt_tokens_count|prompt token} ({stable_prefix_tokens_count} the same every time): first token "
                "{first_ttft_ms}, then {repeat_ttft_p50_ms}; {output_tokens_p50_count} of {max_tokens_count} output "
@@ -237,27 +237,27 @@ class ReplayCheck final : public Check {
         if (k > 0 && s->cached_tokens) cached.push_back(static_cast<double>(*s->cached_tokens));
       }
     }
-    out.set("failures_count", loop.failures());
-    out.set("bodies_count", static_cast<double>(bodies_.size()));
-    out.set("samples_count", static_cast<double>(first.size() + repeat.size()));
-    const auto put = [&](const char* name, const std::vector<double>& v) {
+    out.set(replay_metric::failures_count, loop.failures());
+    out.set(replay_metric::bodies_count, static_cast<double>(bodies_.size()));
+    out.set(replay_metric::samples_count, static_cast<double>(first.size() + repeat.size()));
+    const auto put = [&](const MetricKey& name, const std::vector<double>& v) {
       const auto m = stats::median(v);
       if (m) out.set(name, *m);
       return m;
     };
-    const auto body_bytes = put("body_bytes", bytes);
-    const auto tokens = put("prompt_tokens_count", prompt);
-    const auto share = put("stable_prefix_ratio", stable_share);
+    const auto body_bytes = put(replay_metric::body_bytes, bytes);
+    const auto tokens = put(replay_metric::prompt_tokens_count, prompt);
+    const auto share = put(replay_metric::stable_prefix_ratio, stable_share);
     const double stable = tokens && share ? *tokens * *share : 0;
-    if (tokens && share) out.set("stable_prefix_tokens_count", std::round(stable));
-    put("max_tokens_count", max_tokens);
-    put("output_tokens_p50_count", output);
-    const auto cold = put("first_ttft_ms", first);
-    const auto warm = put("repeat_ttft_p50_ms", repeat);
-    put("total_p50_ms", total);
-    const auto hit = put("cached_tokens_p50_count", cached);
-    if (cold && warm && hit && stable > 0 && *hit >= 0.5 * stable) out.set("prefix_saved_ms", *cold - *warm);
-    if (tokens && *tokens > 0 && body_bytes) out.set("bytes_per_token_ratio", *body_bytes / *tokens);
+    if (tokens && share) out.set(replay_metric::stable_prefix_tokens_count, std::round(stable));
+    put(replay_metric::max_tokens_count, max_tokens);
+    put(replay_metric::output_tokens_p50_count, output);
+    const auto cold = put(replay_metric::first_ttft_ms, first);
+    const auto warm = put(replay_metric::repeat_ttft_p50_ms, repeat);
+    put(replay_metric::total_p50_ms, total);
+    const auto hit = put(replay_metric::cached_tokens_p50_count, cached);
+    if (cold && warm && hit && stable > 0 && *hit >= 0.5 * stable) out.set(replay_metric::prefix_saved_ms, *cold - *warm);
+    if (tokens && *tokens > 0 && body_bytes) out.set(replay_metric::bytes_per_token_ratio, *body_bytes / *tokens);
     return out;
   }
 

@@ -35,42 +35,42 @@ const CheckInfo kSerializationInfo{
     "serialization",
     "Serialization",
     "Cost of request body size (upload and parse) and of streaming against a single response.",
-    {{"serialization.upload_parse_ms_per_mb", "ms", "fitted TTFT slope per megabyte of request body",
+    {{serialization_metric::upload_parse_ms_per_mb.name, "ms", "fitted TTFT slope per megabyte of request body",
       {.layer = "serialization (per MB of request)", .per = "per MB sent"}},
-     {"serialization.upload_parse_noise_ms_per_mb", "ms",
+     {serialization_metric::upload_parse_noise_ms_per_mb.name, "ms",
       "instead of the slope when it is within the points' scatter: the smallest cost per MB that would show"},
-     {"serialization.upload_parse_overhead_ms", "ms", "fitted TTFT at an empty body"},
-     {"serialization.path_rtt_ms", "ms", "the round trip slow start multiplies: the smallest of three TCP connects to the API port"},
-     {"serialization.slow_start_ms_per_mb", "ms",
+     {serialization_metric::upload_parse_overhead_ms.name, "ms", "fitted TTFT at an empty body"},
+     {serialization_metric::path_rtt_ms.name, "ms", "the round trip slow start multiplies: the smallest of three TCP connects to the API port"},
+     {serialization_metric::slow_start_ms_per_mb.name, "ms",
       "what TCP slow start explains of the slope: the slope less the net slope"},
-     {"serialization.net_ms_per_mb", "ms",
+     {serialization_metric::net_ms_per_mb.name, "ms",
       "the slope of the fastest TTFT of each body size, each less the round trips slow start adds to it: upload bandwidth and the server's parsing (0 within the points' scatter)",
       {.layer = "serialization (per MB of request, net of slow start)", .per = "per MB sent"}},
-     {"serialization.upload_parse_fit_r2_ratio", "ratio", "how well a line explains TTFT against body size"},
-     {"serialization.largest_body_bytes", "bytes", "largest request body answered"},
-     {"serialization.body_limit_bytes", "bytes",
+     {serialization_metric::upload_parse_fit_r2_ratio.name, "ratio", "how well a line explains TTFT against body size"},
+     {serialization_metric::largest_body_bytes.name, "bytes", "largest request body answered"},
+     {serialization_metric::body_limit_bytes.name, "bytes",
       "smallest request body the endpoint refused as too large (413): a limit, not a failure; larger sizes are not sent"},
-     {"serialization.ttft_at_largest_body_ms", "ms", "median TTFT at the largest body"},
-     {"serialization.stream_total_p50_ms", "ms", "streamed: median end-to-end"},
-     {"serialization.nonstream_total_p50_ms", "ms", "not streamed: median end-to-end"},
-     {"serialization.stream_overhead_ms", "ms", "streamed minus non-streamed end-to-end, the fastest of each"},
-     {"serialization.stream_token_bytes", "bytes", "response bytes per streamed output token"},
-     {"serialization.compressed_ratio", "ratio",
+     {serialization_metric::ttft_at_largest_body_ms.name, "ms", "median TTFT at the largest body"},
+     {serialization_metric::stream_total_p50_ms.name, "ms", "streamed: median end-to-end"},
+     {serialization_metric::nonstream_total_p50_ms.name, "ms", "not streamed: median end-to-end"},
+     {serialization_metric::stream_overhead_ms.name, "ms", "streamed minus non-streamed end-to-end, the fastest of each"},
+     {serialization_metric::stream_token_bytes.name, "bytes", "response bytes per streamed output token"},
+     {serialization_metric::compressed_ratio.name, "ratio",
       "streams asked for with the SDKs' Accept-Encoding (gzip, deflate) that came compressed (Content-Encoding)"},
-     {"serialization.compressed_ttft_p50_ms", "ms", "streamed with the SDKs' Accept-Encoding: median time to first token"},
-     {"serialization.identity_ttft_p50_ms", "ms", "the same stream without Accept-Encoding: median time to first token"},
-     {"serialization.identity_tpot_p50_ms", "ms", "without Accept-Encoding: median time per output token"},
-     {"serialization.compressed_arrivals_per_event_ratio", "ratio",
+     {serialization_metric::compressed_ttft_p50_ms.name, "ms", "streamed with the SDKs' Accept-Encoding: median time to first token"},
+     {serialization_metric::identity_ttft_p50_ms.name, "ms", "the same stream without Accept-Encoding: median time to first token"},
+     {serialization_metric::identity_tpot_p50_ms.name, "ms", "without Accept-Encoding: median time per output token"},
+     {serialization_metric::compressed_arrivals_per_event_ratio.name, "ratio",
       "with the SDKs' Accept-Encoding: distinct moments content arrived, per content event"},
-     {"serialization.identity_arrivals_per_event_ratio", "ratio",
+     {serialization_metric::identity_arrivals_per_event_ratio.name, "ratio",
       "without Accept-Encoding: distinct moments content arrived, per content event"},
-     {"serialization.compression_held_ms", "ms",
+     {serialization_metric::compression_held_ms.name, "ms",
       "how much later the first token came with the SDKs' Accept-Encoding than without (medians)"},
-     {"serialization.samples_count", "count", "padded requests that succeeded"},
-     {"serialization.failures_count", "count", "failed requests"}},
-    {{"upload_parse_ms_per_mb",
+     {serialization_metric::samples_count.name, "count", "padded requests that succeeded"},
+     {serialization_metric::failures_count.name, "count", "failed requests"}},
+    {{&serialization_metric::upload_parse_ms_per_mb,
       "body {upload_parse_ms_per_mb}, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"},
-     {"upload_parse_noise_ms_per_mb", "body cost not measurable (under {upload_parse_noise_ms_per_mb}), stream vs whole "
+     {&serialization_metric::upload_parse_noise_ms_per_mb, "body cost not measurable (under {upload_parse_noise_ms_per_mb}), stream vs whole "
                                       "{stream_overhead_ms}, {stream_token_bytes} per token"},
      {nullptr, "body -, stream vs whole {stream_overhead_ms}, {stream_token_bytes} per token"}},
     {serialization_setting::sizes_kb, serialization_setting::repeats, serialization_setting::max_tokens,
@@ -89,9 +89,9 @@ struct Encoded {
     if (s.tpot_ms) tpot.push_back(*s.tpot_ms);
     if (auto a = api::arrivals_per_event(s)) arrivals_per_event.push_back(*a);
   }
-  void emit(CheckResult& out, const std::string& prefix) const {
-    if (auto v = stats::median(ttft)) out.set(prefix + "_ttft_p50_ms", *v);
-    if (auto v = stats::median(arrivals_per_event)) out.set(prefix + "_arrivals_per_event_ratio", *v);
+  void emit(CheckResult& out, const MetricKey& ttft_p50, const MetricKey& arrivals_per_event_ratio) const {
+    if (auto v = stats::median(ttft)) out.set(ttft_p50, *v);
+    if (auto v = stats::median(arrivals_per_event)) out.set(arrivals_per_event_ratio, *v);
   }
 };
 
@@ -184,7 +184,7 @@ class SerializationCheck final : public Check {
         auto s = loop.send(req, {{"body_bytes", body_bytes}});
         if (!s) break;
         if (s->limit == "body_size") {
-          out.set("body_limit_bytes", body_bytes);
+          out.set(serialization_metric::body_limit_bytes, body_bytes);
           refused = true;
           break;
         }
@@ -204,23 +204,23 @@ class SerializationCheck final : public Check {
         at_largest = here;
       }
     }
-    out.set("samples_count", static_cast<double>(x.size()));
+    out.set(serialization_metric::samples_count, static_cast<double>(x.size()));
     if (largest > 0) {
-      out.set("largest_body_bytes", largest);
-      out.set("ttft_at_largest_body_ms", *stats::median(at_largest));
+      out.set(serialization_metric::largest_body_bytes, largest);
+      out.set(serialization_metric::ttft_at_largest_body_ms, *stats::median(at_largest));
     }
     const auto raw = stats::theil_sen(x, y);
     if (const auto& f = raw) {
       // A cost per megabyte within the scatter of the points (or below zero) is not a
       // measurement: its noise is reported instead, and no rule reads a slope that is not there.
-      if (f->slope > f->slope_noise) out.set("upload_parse_ms_per_mb", f->slope);
-      else out.set("upload_parse_noise_ms_per_mb", f->slope_noise);
-      out.set("upload_parse_overhead_ms", f->intercept);
-      out.set("upload_parse_fit_r2_ratio", f->r2);
+      if (f->slope > f->slope_noise) out.set(serialization_metric::upload_parse_ms_per_mb, f->slope);
+      else out.set(serialization_metric::upload_parse_noise_ms_per_mb, f->slope_noise);
+      out.set(serialization_metric::upload_parse_overhead_ms, f->intercept);
+      out.set(serialization_metric::upload_parse_fit_r2_ratio, f->r2);
     }
     // The same fit net of slow start, on the fastest of each size: without a round trip only the
     // repeats' window is netted (said in the details).
-    if (rtt) out.set("path_rtt_ms", *rtt);
+    if (rtt) out.set(serialization_metric::path_rtt_ms, *rtt);
     else out.details["slow_start"] = "no round trip measured (no address to connect to): only the fastest of each size is fitted";
     std::vector<double> nx, ny;
     for (const auto& [mb, t] : net_fastest) {
@@ -229,8 +229,8 @@ class SerializationCheck final : public Check {
     }
     if (auto f = stats::theil_sen(nx, ny)) {
       const double net = f->slope > f->slope_noise ? f->slope : 0.0;
-      out.set("net_ms_per_mb", net);
-      if (raw) out.set("slow_start_ms_per_mb", std::max(0.0, raw->slope - net));
+      out.set(serialization_metric::net_ms_per_mb, net);
+      if (raw) out.set(serialization_metric::slow_start_ms_per_mb, std::max(0.0, raw->slope - net));
     }
 
     // The same output streamed and not, and streamed without Accept-Encoding, alternating.
@@ -260,23 +260,24 @@ class SerializationCheck final : public Check {
           bytes_per_token.push_back(static_cast<double>(s->bytes_received) / static_cast<double>(*s->output_tokens));
       }
     }
-    if (compressed.count > 0) out.set("compressed_ratio", static_cast<double>(compressed.encoded) / compressed.count);
-    compressed.emit(out, "compressed");
-    identity.emit(out, "identity");
+    if (compressed.count > 0) out.set(serialization_metric::compressed_ratio, static_cast<double>(compressed.encoded) / compressed.count);
+    compressed.emit(out, serialization_metric::compressed_ttft_p50_ms, serialization_metric::compressed_arrivals_per_event_ratio);
+    identity.emit(out, serialization_metric::identity_ttft_p50_ms, serialization_metric::identity_arrivals_per_event_ratio);
     // Time per token only where the stream came as generated: a held one's is its clumps'.
-    if (auto v = stats::median(identity.tpot)) out.set("identity_tpot_p50_ms", *v);
+    if (auto v = stats::median(identity.tpot)) out.set(serialization_metric::identity_tpot_p50_ms, *v);
     if (auto c = stats::median(compressed.ttft), i = stats::median(identity.ttft); c && i)
-      out.set("compression_held_ms", *c - *i);
+      out.set(serialization_metric::compression_held_ms, *c - *i);
     const auto sm = stats::median(streamed), wm = stats::median(whole);
-    if (sm) out.set("stream_total_p50_ms", *sm);
-    if (wm) out.set("nonstream_total_p50_ms", *wm);
+    if (sm) out.set(serialization_metric::stream_total_p50_ms, *sm);
+    if (wm) out.set(serialization_metric::nonstream_total_p50_ms, *wm);
     // The overhead from the fastest of each: a slow request (a heavy tail, a slow window) only
-    // adds, and with two repeats a median is the mean of whatever they met.
-    if (sm && wm)
-      out.set("stream_overhead_ms", *std::min_element(streamed.begin(), streamed.end()) -
+    // adds, and with two repeats a median is the mean of whatever they met. One request each is
+    // one sample of each: no comparison rests on it.
+    if (streamed.size() >= 2 && whole.size() >= 2)
+      out.set(serialization_metric::stream_overhead_ms, *std::min_element(streamed.begin(), streamed.end()) -
                                         *std::min_element(whole.begin(), whole.end()));
-    if (auto b = stats::median(bytes_per_token)) out.set("stream_token_bytes", *b);
-    out.set("failures_count", loop.failures());
+    if (auto b = stats::median(bytes_per_token)) out.set(serialization_metric::stream_token_bytes, *b);
+    out.set(serialization_metric::failures_count, loop.failures());
     if (out.status == CheckStatus::Ok && x.empty() && streamed.empty())
       return out.fail(core::make_error(core::ErrorCode::StreamError, "no serialization request succeeded"));
     return out;

@@ -19,16 +19,16 @@ const CheckInfo kSoakInfo{
     "soak",
     "Soak",
     "Steady load for some minutes: drift, variance and periodic slowdowns over time.",
-    {{"soak.ttft_p50_ms", "ms", "median TTFT"},
-     {"soak.ttft_p99_ms", "ms", "99th percentile TTFT"},
-     {"soak.ttft_cv_ratio", "ratio", "TTFT standard deviation over its mean"},
-     {"soak.ttft_drift_ms", "ms", "fitted change of TTFT from the start to the end of the soak"},
-     {"soak.tpot_p50_ms", "ms", "median time per output token"},
-     {"soak.tpot_drift_ms", "ms", "fitted change of TPOT over the soak"},
-     {"soak.slow_ratio", "ratio", "requests slower than twice the median TTFT"},
-     {"soak.samples_count", "count", "successful requests"},
-     {"soak.failures_count", "count", "failed requests"},
-     {"soak.duration_s", "s", "how long the soak ran"}},
+    {{soak_metric::ttft_p50_ms.name, "ms", "median TTFT"},
+     {soak_metric::ttft_p99_ms.name, "ms", "99th percentile TTFT"},
+     {soak_metric::ttft_cv_ratio.name, "ratio", "TTFT standard deviation over its mean"},
+     {soak_metric::ttft_drift_ms.name, "ms", "fitted change of TTFT from the start to the end of the soak"},
+     {soak_metric::tpot_p50_ms.name, "ms", "median time per output token"},
+     {soak_metric::tpot_drift_ms.name, "ms", "fitted change of TPOT over the soak"},
+     {soak_metric::slow_ratio.name, "ratio", "requests slower than twice the median TTFT"},
+     {soak_metric::samples_count.name, "count", "successful requests"},
+     {soak_metric::failures_count.name, "count", "failed requests"},
+     {soak_metric::duration_s.name, "s", "how long the soak ran"}},
     {{nullptr, "TTFT p50 {ttft_p50_ms}, drift {ttft_drift_ms}, slow {slow_ratio%}"}},
     {soak_setting::minutes, soak_setting::interval_ms, soak_setting::max_tokens, soak_setting::prompt_tokens},
     &soak_setting::minutes};
@@ -80,20 +80,20 @@ class SoakCheck final : public Check {
       }
     }
     const double duration = core::to_ms(core::elapsed_us(t0, ctx.clock().now())) / 1000.0;
-    out.set("duration_s", duration);
-    out.set("samples_count", static_cast<double>(ttft.size()));
-    out.set("failures_count", loop.failures());
+    out.set(soak_metric::duration_s, duration);
+    out.set(soak_metric::samples_count, static_cast<double>(ttft.size()));
+    out.set(soak_metric::failures_count, loop.failures());
     const auto s = stats::summarize(ttft);
     if (s.p50) {
-      out.set("ttft_p50_ms", *s.p50);
-      out.set("ttft_p99_ms", *s.p99);
+      out.set(soak_metric::ttft_p50_ms, *s.p50);
+      out.set(soak_metric::ttft_p99_ms, *s.p99);
       const double slow = static_cast<double>(std::count_if(ttft.begin(), ttft.end(), [&](double v) { return v > 2 * *s.p50; }));
-      out.set("slow_ratio", slow / static_cast<double>(ttft.size()));
+      out.set(soak_metric::slow_ratio, slow / static_cast<double>(ttft.size()));
     }
-    if (s.stddev && s.mean && *s.mean > 0) out.set("ttft_cv_ratio", *s.stddev / *s.mean);
-    if (auto f = stats::theil_sen(at_s, ttft)) out.set("ttft_drift_ms", f->slope * duration);
-    if (auto v = stats::median(tpot)) out.set("tpot_p50_ms", *v);
-    if (auto f = stats::theil_sen(tpot_at_s, tpot)) out.set("tpot_drift_ms", f->slope * duration);
+    if (s.stddev && s.mean && *s.mean > 0) out.set(soak_metric::ttft_cv_ratio, *s.stddev / *s.mean);
+    if (auto f = stats::theil_sen(at_s, ttft)) out.set(soak_metric::ttft_drift_ms, f->slope * duration);
+    if (auto v = stats::median(tpot)) out.set(soak_metric::tpot_p50_ms, *v);
+    if (auto f = stats::theil_sen(tpot_at_s, tpot)) out.set(soak_metric::tpot_drift_ms, f->slope * duration);
     return out;
   }
 

@@ -1,6 +1,23 @@
 #pragma once
-// The soak check's settings, each declared here once.
+// The soak check's metrics and settings, each declared here once. Its CheckInfo names each metric through
+// its constant here (and gives its unit and help), the check sets it through it, and other code
+// reads it through it.
 #include "checks/check.h"
+
+namespace infdoctor::checks::soak_metric {
+
+inline constexpr MetricKey ttft_p50_ms{"soak.ttft_p50_ms"};
+inline constexpr MetricKey ttft_p99_ms{"soak.ttft_p99_ms"};
+inline constexpr MetricKey ttft_cv_ratio{"soak.ttft_cv_ratio"};
+inline constexpr MetricKey ttft_drift_ms{"soak.ttft_drift_ms"};
+inline constexpr MetricKey tpot_p50_ms{"soak.tpot_p50_ms"};
+inline constexpr MetricKey tpot_drift_ms{"soak.tpot_drift_ms"};
+inline constexpr MetricKey slow_ratio{"soak.slow_ratio"};
+inline constexpr MetricKey samples_count{"soak.samples_count"};
+inline constexpr MetricKey failures_count{"soak.failures_count"};
+inline constexpr MetricKey duration_s{"soak.duration_s"};
+
+}  // namespace infdoctor::checks::soak_metric
 
 // What `--set soak.NAME=VALUE` sets; the check lists them in its CheckInfo.
 namespace infdoctor::checks::soak_setting {

@@ -1,7 +1,8 @@
 // checks/sweep.cpp. Measures, on the target model:
 //  - prefill: TTFT over rising prompt sizes (sweep.prompt_tokens), fitted as
-//    TTFT = overhead + slope x prompt tokens (Theil-Sen). Sizes use the server's own usage counts:
-//    the first response calibrates how many words make a token, so no tokenizer is needed. A size
+//    TTFT = overhead + slope x prompt tokens (Theil-Sen). Sizes are the server's own usage counts:
+//    the run sizes each synthetic prompt's words to the tokens asked from the answers it has had
+//    (run/pacer.h), so no tokenizer is needed. A size
 //    the model refuses (400, context too long) ends the sweep and sets the largest size accepted.
 //    Each of these requests also decodes sweep.prefill_max_tokens tokens: their time per token
 //    against the prompt's length is decode against context (each token's attention reads the keys
@@ -32,42 +33,82 @@ const CheckInfo kSweepInfo{
     "TTFT against prompt tokens (prefill cost) and total time against output tokens (decode cost).",
     {{sweep_metric::prefill_ms_per_token.name, "ms", "fitted TTFT slope per prompt token",
       {.layer = "prefill per prompt token", .per = "per prompt token", .explains = Explains::PerPromptToken, .history = true,
-       .fit_r2 = "sweep.prefill_fit_r2_ratio"}},
+       .fit_r2 = sweep_metric::prefill_fit_r2_ratio.name}},
      {sweep_metric::prefill_overhead_ms.name, "ms", "fitted TTFT at zero prompt tokens"},
-     {"sweep.prefill_fit_r2_ratio", "ratio", "how well a line explains TTFT against prompt tokens"},
-     {"sweep.prefill_samples_count", "count", "prefill requests that succeeded"},
+     {sweep_metric::small_prefill_ms_per_token.name, "ms",
+      "the small model's prefill per prompt token on the same endpoint (with --small-model): the hardware's balance of compute and bandwidth"},
+     {sweep_metric::prefill_fit_r2_ratio.name, "ratio", "how well a line explains TTFT against prompt tokens"},
+     {sweep_metric::prefill_samples_count.name, "count", "prefill requests that succeeded"},
      {sweep_metric::prefill_growth_ms_per_1k_tokens.name, "ms",
       "when TTFT grows faster than a line (a quadratic fits, its term beyond twice the points' scatter at the largest "
       "prompt): how much each prompt token's cost grows per 1,000 tokens of prompt, TTFT = a + (b + this x P / 1000) x P"},
      {sweep_metric::prefill_quad_ms_per_token.name, "ms", "that curve's cost per prompt token at a short prompt (b)"},
      {sweep_metric::prefill_quad_overhead_ms.name, "ms", "that curve's TTFT at zero prompt tokens (a)"},
-     {"sweep.hidden_reasoning_count", "count",
+     {sweep_metric::hidden_reasoning_count.name, "count",
       "prefill requests whose answer came after reasoning tokens that never arrived: their first token times the "
       "reasoning too, so no prefill is fitted"},
-     {"sweep.max_prompt_tokens_count", "count", "largest prompt (server tokens) measured"},
-     {"sweep.refused_prompt_tokens_count", "count",
+     {sweep_metric::max_prompt_tokens_count.name, "count", "largest prompt (server tokens) measured"},
+     {sweep_metric::refused_prompt_tokens_count.name, "count",
       "smallest prompt (tokens asked) the model refused as longer than its context: a limit, not a failure; larger "
       "sizes are not sent"},
-     {"sweep.ttft_at_max_prompt_ms", "ms", "median TTFT at the largest prompt"},
-     {"sweep.tpot_at_min_prompt_ms", "ms", "median time per output token after the smallest prompt"},
-     {"sweep.tpot_at_max_prompt_ms", "ms", "median time per output token after the largest prompt"},
+     {sweep_metric::ttft_at_max_prompt_ms.name, "ms", "median TTFT at the largest prompt"},
+     {sweep_metric::tpot_at_min_prompt_ms.name, "ms", "median time per output token after the smallest prompt"},
+     {sweep_metric::tpot_at_max_prompt_ms.name, "ms", "median time per output token after the largest prompt"},
      {sweep_metric::decode_context_ms_per_1k_tokens.name, "ms", "fitted growth of the time per output token per 1,000 tokens of context"},
-     {"sweep.tpot_context_growth_ratio", "ratio", "time per output token after the largest prompt over after the smallest"},
+     {sweep_metric::tpot_context_growth_ratio.name, "ratio", "time per output token after the largest prompt over after the smallest"},
      {sweep_metric::decode_ms_per_token.name, "ms", "fitted end-to-end slope per output token",
       {.history = true}},
-     {"sweep.decode_overhead_ms", "ms", "fitted end-to-end time at zero output tokens"},
-     {"sweep.decode_fit_r2_ratio", "ratio", "how well a line explains total time against output tokens"},
-     {"sweep.decode_samples_count", "count", "decode requests that succeeded"},
-     {"sweep.tpot_p50_ms", "ms", "median time per output token of the decode requests"},
-     {"sweep.max_output_tokens_count", "count", "most output tokens any decode request produced"},
-     {"sweep.stopped_early_count", "count", "decode requests that stopped before max_tokens"},
-     {"sweep.failures_count", "count", "failed requests"}},
-    {{"hidden_reasoning_count", "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
+     {sweep_metric::decode_overhead_ms.name, "ms", "fitted end-to-end time at zero output tokens"},
+     {sweep_metric::decode_fit_r2_ratio.name, "ratio", "how well a line explains total time against output tokens"},
+     {sweep_metric::decode_samples_count.name, "count", "decode requests that succeeded"},
+     {sweep_metric::tpot_p50_ms.name, "ms", "median time per output token of the decode requests"},
+     {sweep_metric::max_output_tokens_count.name, "count", "most output tokens any decode request produced"},
+     {sweep_metric::stopped_early_count.name, "count", "decode requests that stopped before max_tokens"},
+     {sweep_metric::failures_count.name, "count", "failed requests"}},
+    {{&sweep_metric::hidden_reasoning_count, "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
      {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"}},
     {sweep_setting::prompt_tokens, sweep_setting::max_tokens, sweep_setting::repeats,
      sweep_setting::decode_prompt_tokens, sweep_setting::prefill_max_tokens, sweep_setting::workload_prompt_tokens}};
 
+// A fitted cost or time that cannot be below zero: below it, it is the fit's scatter, not the
+// server's, and it is read as zero and said (the fitted value kept in details.clamped).
+void set_physical(CheckResult& out, const MetricKey& m, double v) {
+  if (v < 0) out.details["clamped"][std::string(m.key())] = v;
+  out.set(m, std::max(0.0, v));
+}
+
 class SweepCheck final : public Check {
+ private:
+  // The small model's prompt sizes: the sweep's smallest and one past it up to 2,048 tokens, where
+  // prefill is most of the first token without costing much.
+  std::vector<double> small_sizes() const {
+    if (prompts_.size() < 2) return {};
+    double large = prompts_[1];
+    for (const double p : prompts_)
+      if (p <= 2048) large = std::max(large, p);
+    return {prompts_.front(), large};
+  }
+
+  // The same prompts to the small model on the same endpoint: on the same hardware a prompt token
+  // costs about the same share of a decode token whatever the model's size (compute against
+  // memory bandwidth), so the small model's share tells the hardware's balance from the target's.
+  void small_prefill(CheckContext& ctx, RequestLoop& loop, CheckResult& out) const {
+    const std::string& small = ctx.models().small;
+    if (small.empty()) return;
+    std::vector<double> x, y;
+    for (const double p : small_sizes())
+      for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        ctx.progress("sweep: the small model's prefill at about " + std::to_string(static_cast<int>(p)) + " prompt tokens");
+        auto s = loop.send(api::synthetic_request(small, static_cast<int>(p), 1), {{"sweep", "small_prefill"}, {"prompt_tokens_asked", p}});
+        if (!s || !s->ok || !s->prompt_tokens) continue;
+        if (auto t = server_ttft_ms(*s)) {
+          x.push_back(static_cast<double>(*s->prompt_tokens));
+          y.push_back(*t);
+        }
+      }
+    if (auto f = stats::theil_sen(x, y)) set_physical(out, sweep_metric::small_prefill_ms_per_token, f->slope);
+  }
+
  public:
   explicit SweepCheck(const Options& o)
       : prompts_(o.numbers(sweep_setting::prompt_tokens)),
@@ -87,8 +128,13 @@ class SweepCheck final : public Check {
       steps.push_back({"prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens", repeats_, "target",
                        static_cast<long long>(p), prefill_max_tokens_});
     for (double m : max_tokens_)
-      steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)), repeats_, "target",
+      steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)) +
+                           (repeats_ > 1 ? " (repeated unless the first agrees with the smaller sizes)" : ""),
+                       repeats_, "target",
                        decode_prompt_, static_cast<long long>(m)});
+    for (const double p : small_sizes())
+      steps.push_back({"the small model's prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens",
+                       repeats_, "small", static_cast<long long>(p), 1});
     return steps;
   }
 
@@ -100,28 +146,25 @@ class SweepCheck final : public Check {
     std::vector<double> px, py;
     std::vector<std::size_t> pstep;  // which size each point was sent at
     std::vector<double> cx, cy;  // time per output token against prompt tokens
-    double tokens_per_word = 1.0;  // calibrated by the first answer
     std::optional<double> largest;
     std::vector<double> at_largest, tpot_first, tpot_largest;
     int hidden_reasoning = 0;
     for (std::size_t i = 0; i < prompts_.size() && !loop.stopped(); ++i) {
       const int want = static_cast<int>(prompts_[i]);
-      const int words = std::max(1, static_cast<int>(std::lround(want / tokens_per_word)));
       bool refused = false;
       std::vector<double> here, tpot_here;
       double tokens_here = want;
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         ctx.progress("sweep: prefill at about " + std::to_string(want) + " prompt tokens");
-        api::ChatRequest req = api::synthetic_request(ctx.models().target, words, prefill_max_tokens_);
-        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}, {"prompt_words", words}});
+        api::ChatRequest req = api::synthetic_request(ctx.models().target, want, prefill_max_tokens_);
+        auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}});
         if (!s) break;
         if (!s->ok) {
           if (s->http_status == 400 || s->http_status == 413) refused = true;  // too long for the model
-          if (s->limit == "context_length") out.set("refused_prompt_tokens_count", want);
+          if (s->limit == "context_length") out.set(sweep_metric::refused_prompt_tokens_count, want);
           break;
         }
         const double tokens = s->prompt_tokens ? static_cast<double>(*s->prompt_tokens) : want;
-        if (i == 0 && rep == 0 && s->prompt_tokens && *s->prompt_tokens > 0) tokens_per_word = tokens / words;
         tokens_here = tokens;
         if (s->hidden_reasoning_tokens > 0) ++hidden_reasoning;
         if (auto t = server_ttft_ms(*s)) {
@@ -151,22 +194,22 @@ class SweepCheck final : public Check {
         tpot_largest = tpot_here;
       }
     }
-    out.set("prefill_samples_count", static_cast<double>(px.size()));
+    out.set(sweep_metric::prefill_samples_count, static_cast<double>(px.size()));
     if (largest) {
-      out.set("max_prompt_tokens_count", *largest);
-      out.set("ttft_at_max_prompt_ms", *stats::median(at_largest));
+      out.set(sweep_metric::max_prompt_tokens_count, *largest);
+      out.set(sweep_metric::ttft_at_max_prompt_ms, *stats::median(at_largest));
     }
     // Hidden reasoning puts the model's thinking, whose length the prompt changes, before the
     // first token: a line through those first tokens would fit the thinking, not the prefill.
     if (hidden_reasoning > 0) {
-      out.set("hidden_reasoning_count", hidden_reasoning);
+      out.set(sweep_metric::hidden_reasoning_count, hidden_reasoning);
       out.details["prefill_not_fitted"] =
           "the model reasons before its first visible token and does not stream the reasoning: time to first token "
           "is prefill plus reasoning, however small max_tokens is";
     } else if (auto f = stats::theil_sen(px, py)) {
-      out.set("prefill_ms_per_token", f->slope);
-      out.set("prefill_overhead_ms", f->intercept);
-      out.set("prefill_fit_r2_ratio", f->r2);
+      set_physical(out, sweep_metric::prefill_ms_per_token, f->slope);
+      set_physical(out, sweep_metric::prefill_overhead_ms, f->intercept);
+      out.set(sweep_metric::prefill_fit_r2_ratio, f->r2);
       // Faster than a line (attention's quadratic term, KV-cache pressure, preemption): a curve
       // through each size's fastest first token (a tail or a neighbour only adds time, and least
       // squares would follow it), kept when its quadratic term at the largest prompt is over
@@ -180,21 +223,21 @@ class SweepCheck final : public Check {
         qy.push_back(point.second);
       }
       if (const auto q = stats::quadratic_fit(qx, qy); q && q->c > 0 && largest && q->c * *largest * *largest > 2 * q->max_residual) {
-        out.set("prefill_growth_ms_per_1k_tokens", q->c * 1000);
-        out.set("prefill_quad_ms_per_token", q->b);
-        out.set("prefill_quad_overhead_ms", q->a);
+        out.set(sweep_metric::prefill_growth_ms_per_1k_tokens, q->c * 1000);
+        out.set(sweep_metric::prefill_quad_ms_per_token, q->b);
+        out.set(sweep_metric::prefill_quad_overhead_ms, q->a);
       }
     }
     if (!tpot_first.empty()) {
       const double lo = *stats::median(tpot_first), hi = *stats::median(tpot_largest);
-      out.set("tpot_at_min_prompt_ms", lo);
-      out.set("tpot_at_max_prompt_ms", hi);
-      if (lo > 0) out.set("tpot_context_growth_ratio", hi / lo);
+      out.set(sweep_metric::tpot_at_min_prompt_ms, lo);
+      out.set(sweep_metric::tpot_at_max_prompt_ms, hi);
+      if (lo > 0) out.set(sweep_metric::tpot_context_growth_ratio, hi / lo);
     }
-    if (auto f = stats::theil_sen(cx, cy)) out.set("decode_context_ms_per_1k_tokens", f->slope * 1000);
+    if (auto f = stats::theil_sen(cx, cy)) set_physical(out, sweep_metric::decode_context_ms_per_1k_tokens, f->slope * 1000);
 
     // Decode.
-    std::vector<double> dx, dy, tpot;
+    std::vector<double> dx, dy, tpot, decode_ttft, not_repeated;
     int stopped_early = 0;
     double most = 0;
     // A size the check's deadline cannot hold is not sent: at the median time per token and to
@@ -211,7 +254,15 @@ class SweepCheck final : public Check {
                                   " s left before the check's deadline (--check-timeout)";
         break;
       }
+      const std::vector<double> tpot_before = tpot, ttft_before = decode_ttft;
+      std::optional<double> first_tpot, first_ttft;
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        // Sequential: the repeats of a size go out only while its first request could be a
+        // one-off; one whose pace and first token agree with the sizes before it is not repeated.
+        if (rep == 1 && first_tpot && first_ttft && agrees(tpot_before, *first_tpot) && agrees(ttft_before, *first_ttft)) {
+          not_repeated.push_back(mt);
+          break;
+        }
         ctx.progress("sweep: decode with max_tokens " + std::to_string(static_cast<int>(mt)));
         api::ChatRequest req = api::synthetic_request(ctx.models().target, decode_prompt_, static_cast<int>(mt));
         auto s = loop.send(req, {{"sweep", "decode"}, {"max_tokens", mt}});
@@ -228,26 +279,51 @@ class SweepCheck final : public Check {
         if (s->tpot_ms) {
           tpot.push_back(*s->tpot_ms);
           seen_tpot.push_back(*s->tpot_ms);
+          if (rep == 0) first_tpot = *s->tpot_ms;
         }
-        if (auto t = server_ttft_ms(*s)) seen_ttft.push_back(*t);
+        if (auto t = server_ttft_ms(*s)) {
+          seen_ttft.push_back(*t);
+          decode_ttft.push_back(*t);
+          if (rep == 0) first_ttft = *t;
+        }
       }
     }
-    out.set("decode_samples_count", static_cast<double>(dx.size()));
-    out.set("stopped_early_count", stopped_early);
-    out.set("max_output_tokens_count", most);
-    out.set("failures_count", loop.failures());
+    if (!not_repeated.empty())
+      out.details["not_repeated"] = {
+          {"max_tokens", not_repeated},
+          {"why", "the first request's time per token and first token each within 3 MAD or a tenth of the median of the "
+                  "smaller sizes' requests: a repeat would only have said it again"}};
+    out.set(sweep_metric::decode_samples_count, static_cast<double>(dx.size()));
+    out.set(sweep_metric::stopped_early_count, stopped_early);
+    out.set(sweep_metric::max_output_tokens_count, most);
+    out.set(sweep_metric::failures_count, loop.failures());
     if (auto f = stats::theil_sen(dx, dy)) {
-      out.set("decode_ms_per_token", f->slope);
-      out.set("decode_overhead_ms", f->intercept);
-      out.set("decode_fit_r2_ratio", f->r2);
+      set_physical(out, sweep_metric::decode_ms_per_token, f->slope);
+      set_physical(out, sweep_metric::decode_overhead_ms, f->intercept);
+      out.set(sweep_metric::decode_fit_r2_ratio, f->r2);
     }
-    if (auto v = stats::median(tpot)) out.set("tpot_p50_ms", *v);
+    if (auto v = stats::median(tpot)) out.set(sweep_metric::tpot_p50_ms, *v);
+    small_prefill(ctx, loop, out);
     if (out.status == CheckStatus::Ok && px.empty() && dx.empty())
       return out.fail(core::make_error(core::ErrorCode::StreamError, "no sweep request succeeded"));
+    if (out.details.contains("clamped")) {
+      out.tables.push_back({"sweep: fits read as zero", {"fitted", "as"}, {}, ""});
+      for (const auto& [name, v] : out.details["clamped"].items()) out.tables.back().rows.push_back({name + " " + cell(v.get<double>()), "0"});
+      out.tables.back().note = "a cost or a time below zero is none: the line crosses zero within the points' scatter";
+    }
     return out;
   }
 
  private:
+  // A decode request agrees with the earlier ones when its value is within 3 MAD or a tenth of
+  // their median, whichever is wider (the cache check's bar for a first token that differs); four
+  // earlier values at least, so the scatter is the run's own.
+  static bool agrees(const std::vector<double>& earlier, double v) {
+    if (earlier.size() < 4) return false;
+    const double m = *stats::median(earlier);
+    return std::abs(v - m) <= std::max(3 * stats::mad(earlier), 0.1 * m);
+  }
+
   std::vector<double> prompts_, max_tokens_;
   int repeats_, decode_prompt_, prefill_max_tokens_;
 };

@@ -1,18 +1,35 @@
 #pragma once
-// The sweep's metrics that other code reads (the workload's pricing, the time series, report.html,
-// Prometheus). Each is declared here once (the
-// check's CheckInfo gives its unit and help), and the check's settings.
+// The sweep's metrics and settings, each declared here once. Its CheckInfo names each metric through
+// its constant here (and gives its unit and help), the check sets it through it, and other code
+// reads it through it.
 #include "checks/check.h"
 
 namespace infdoctor::checks::sweep_metric {
 
 inline constexpr MetricKey prefill_ms_per_token{"sweep.prefill_ms_per_token"};
 inline constexpr MetricKey prefill_overhead_ms{"sweep.prefill_overhead_ms"};
+inline constexpr MetricKey small_prefill_ms_per_token{"sweep.small_prefill_ms_per_token"};
+inline constexpr MetricKey prefill_fit_r2_ratio{"sweep.prefill_fit_r2_ratio"};
+inline constexpr MetricKey prefill_samples_count{"sweep.prefill_samples_count"};
 inline constexpr MetricKey prefill_growth_ms_per_1k_tokens{"sweep.prefill_growth_ms_per_1k_tokens"};
 inline constexpr MetricKey prefill_quad_ms_per_token{"sweep.prefill_quad_ms_per_token"};
 inline constexpr MetricKey prefill_quad_overhead_ms{"sweep.prefill_quad_overhead_ms"};
+inline constexpr MetricKey hidden_reasoning_count{"sweep.hidden_reasoning_count"};
+inline constexpr MetricKey max_prompt_tokens_count{"sweep.max_prompt_tokens_count"};
+inline constexpr MetricKey refused_prompt_tokens_count{"sweep.refused_prompt_tokens_count"};
+inline constexpr MetricKey ttft_at_max_prompt_ms{"sweep.ttft_at_max_prompt_ms"};
+inline constexpr MetricKey tpot_at_min_prompt_ms{"sweep.tpot_at_min_prompt_ms"};
+inline constexpr MetricKey tpot_at_max_prompt_ms{"sweep.tpot_at_max_prompt_ms"};
 inline constexpr MetricKey decode_context_ms_per_1k_tokens{"sweep.decode_context_ms_per_1k_tokens"};
+inline constexpr MetricKey tpot_context_growth_ratio{"sweep.tpot_context_growth_ratio"};
 inline constexpr MetricKey decode_ms_per_token{"sweep.decode_ms_per_token"};
+inline constexpr MetricKey decode_overhead_ms{"sweep.decode_overhead_ms"};
+inline constexpr MetricKey decode_fit_r2_ratio{"sweep.decode_fit_r2_ratio"};
+inline constexpr MetricKey decode_samples_count{"sweep.decode_samples_count"};
+inline constexpr MetricKey tpot_p50_ms{"sweep.tpot_p50_ms"};
+inline constexpr MetricKey max_output_tokens_count{"sweep.max_output_tokens_count"};
+inline constexpr MetricKey stopped_early_count{"sweep.stopped_early_count"};
+inline constexpr MetricKey failures_count{"sweep.failures_count"};
 
 }  // namespace infdoctor::checks::sweep_metric
 
@@ -27,7 +44,8 @@ inline constexpr Setting max_tokens{
     .help = "output sizes of the decode fit (--sweep-max-tokens)"};
 inline constexpr Setting repeats{
     .key = "sweep.repeats", .kind = SettingKind::Whole, .def = "2", .lo = 1, .hi = 100,
-    .help = "requests per size"};
+    .help = "requests per size; a decode size whose first request agrees with the smaller sizes' (its time per "
+            "token and first token within 3 MAD or a tenth of their median) is not repeated"};
 inline constexpr Setting decode_prompt_tokens{
     .key = "sweep.decode_prompt_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,
     .help = "prompt tokens of each decode request"};

@@ -10,9 +10,11 @@
 // reused_ttfb_p50_ms,reuse_saves_ms,keepalive_ratio,cert_chain_count,cert_chain_bytes,...}.
 #include <cstdio>
 
+#include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "checks/transport.h"
+#include "checks/silence.h"
 #include "stats/fit.h"
 
 namespace infdoctor::checks {
@@ -24,39 +26,43 @@ const CheckInfo kTransportInfo{
     "Connect, TLS handshake and first byte on fresh and on reused connections, per address.",
     {{transport_metric::connect_p50_ms.name, "ms", "median TCP connect, fresh connections",
       {.layer = "TCP connect", .per = "new connections", .history = true}},
-     {"transport.connect_p90_ms", "ms", "90th percentile TCP connect, fresh connections"},
-     {"transport.connect_max_ms", "ms", "slowest TCP connect, fresh connections"},
-     {"transport.connect_p50_ci_low_ms", "ms", "95 % interval of the median connect, low end"},
-     {"transport.connect_p50_ci_high_ms", "ms", "95 % interval of the median connect, high end"},
+     {transport_metric::connect_p90_ms.name, "ms", "90th percentile TCP connect, fresh connections"},
+     {transport_metric::connect_max_ms.name, "ms", "slowest TCP connect, fresh connections"},
+     {transport_metric::connect_p50_ci_low_ms.name, "ms", "95 % interval of the median connect, low end"},
+     {transport_metric::connect_p50_ci_high_ms.name, "ms", "95 % interval of the median connect, high end"},
+     {transport_metric::tunnel_p50_ms.name, "ms",
+      "through a proxy: median time from the TCP connect to the proxy to its answer to CONNECT (it resolves the host, connects to it and answers), fresh connections"},
+     {transport_metric::via_proxy_count.name, "count", "1 when the requests go through a proxy: then connect is to the proxy, and one route is measured, not each address"},
      {transport_metric::tls_p50_ms.name, "ms", "median TLS handshake, fresh connections",
       {.layer = "TLS handshake", .per = "new connections", .history = true, .slo = "tls_p50_ms"}},
-     {"transport.tls_p50_ci_low_ms", "ms", "95 % interval of the median TLS handshake, low end"},
-     {"transport.tls_p50_ci_high_ms", "ms", "95 % interval of the median TLS handshake, high end"},
-     {"transport.tls_max_ms", "ms", "slowest TLS handshake"},
+     {transport_metric::tls_p50_ci_low_ms.name, "ms", "95 % interval of the median TLS handshake, low end"},
+     {transport_metric::tls_p50_ci_high_ms.name, "ms", "95 % interval of the median TLS handshake, high end"},
+     {transport_metric::tls_max_ms.name, "ms", "slowest TLS handshake"},
      {transport_metric::ttfb_p50_ms.name, "ms", "median time to first byte from the request's start, fresh connections",
       {.history = true, .column = "TTFB p50"}},
-     {"transport.server_wait_p50_ms", "ms", "median time from request sent to first byte, fresh connections",
+     {transport_metric::server_wait_p50_ms.name, "ms", "median time from request sent to first byte, fresh connections",
       {.layer = "server wait (first byte)", .per = "every request"}},
-     {"transport.server_wait_p50_ci_low_ms", "ms", "95 % interval of the median server wait, low end"},
-     {"transport.server_wait_p50_ci_high_ms", "ms", "95 % interval of the median server wait, high end"},
-     {"transport.reused_ttfb_p50_ms", "ms", "median time to first byte on a reused connection"},
-     {"transport.reuse_saves_ms", "ms", "fresh minus reused median time to first byte"},
-     {"transport.keepalive_ratio", "ratio", "requests that did reuse the kept-alive connection"},
-     {"transport.cert_chain_count", "count", "certificates the server sent"},
-     {"transport.cert_chain_bytes", "bytes", "their DER size"},
-     {"transport.tls13_ratio", "ratio", "1 when TLS 1.3 was negotiated, 0 for older versions"},
-     {"transport.resumption_tries_count", "count",
+     {transport_metric::server_wait_p50_ci_low_ms.name, "ms", "95 % interval of the median server wait, low end"},
+     {transport_metric::server_wait_p50_ci_high_ms.name, "ms", "95 % interval of the median server wait, high end"},
+     {transport_metric::reused_ttfb_p50_ms.name, "ms", "median time to first byte on a reused connection"},
+     {transport_metric::reuse_saves_ms.name, "ms", "fresh minus reused median time to first byte"},
+     {transport_metric::keepalive_ratio.name, "ratio", "requests that did reuse the kept-alive connection"},
+     {transport_metric::cert_chain_count.name, "count", "certificates the server sent"},
+     {transport_metric::cert_chain_bytes.name, "bytes", "their DER size"},
+     {transport_metric::tls13_ratio.name, "ratio", "1 when TLS 1.3 was negotiated, 0 for older versions"},
+     {transport_metric::resumption_tries_count.name, "count",
       "fresh connections that offered the TLS session the connection before them was given"},
-     {"transport.resumption_ratio", "ratio", "of those, the share the server resumed (an abbreviated handshake)"},
-     {"transport.resumed_tls_p50_ms", "ms", "median TLS handshake of the resumed connections"},
-     {"transport.resumption_saves_ms", "ms", "median full handshake minus median resumed one"},
-     {"transport.samples_count", "count", "fresh connections that succeeded, first address"},
-     {"transport.failures_count", "count", "requests that failed, all addresses"},
-     {"transport.connect_spread_ms", "ms", "slowest address's median connect minus the fastest's"},
-     {"transport.addresses_count", "count", "addresses probed"},
-     {"transport.not_found_count", "count",
+     {transport_metric::resumption_ratio.name, "ratio", "of those, the share the server resumed (an abbreviated handshake)"},
+     {transport_metric::resumed_tls_p50_ms.name, "ms", "median TLS handshake of the resumed connections"},
+     {transport_metric::resumption_saves_ms.name, "ms", "median full handshake minus median resumed one"},
+     {transport_metric::samples_count.name, "count", "fresh connections that succeeded, first address"},
+     {transport_metric::failures_count.name, "count", "requests that failed, all addresses"},
+     {transport_metric::connect_spread_ms.name, "ms", "slowest address's median connect minus the fastest's"},
+     {transport_metric::addresses_count.name, "count", "addresses probed"},
+     {transport_metric::not_found_count.name, "count",
       "GETs of the models list that answered 404, set when every one did (a base URL without /v1 does that)"}},
-    {{"not_found_count", "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
+    {{&transport_metric::not_found_count, "GET of the models list answered 404 every time: a base URL without /v1 does that (a server without the list too)"},
+     {&transport_metric::tunnel_p50_ms, "through the proxy: connect {connect_p50_ms}, tunnel {tunnel_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"},
      {nullptr, "connect {connect_p50_ms}, TLS {tls_p50_ms}, first byte {ttfb_p50_ms} (reused {reused_ttfb_p50_ms})"}},
     {transport_setting::samples, transport_setting::max_addresses, transport_setting::path}};
 
@@ -78,32 +84,55 @@ class TransportCheck final : public Check {
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kTransportInfo.id);
-    const auto& addrs = ctx.addresses();
-    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
     const Target& t = ctx.target();
+    // Through a proxy the requests' connections are the proxy's, whatever the API host resolves
+    // to: one route is measured, the way the requests take it (connect to the proxy, its tunnel,
+    // TLS with the server through it), and no address is pinned.
+    const auto proxy = api::proxy_route(ctx.endpoint());
+    std::vector<std::string> addrs = ctx.addresses();
+    if (proxy) addrs = {"via " + proxy->url};
+    if (addrs.empty()) return out.skip("no address to probe: the API host did not resolve");
     const std::size_t n_addr = std::min<std::size_t>(addrs.size(), static_cast<std::size_t>(max_addresses_));
     nlohmann::json per_address = nlohmann::json::array();
     Table addresses_table{"transport: per address (ms, medians)",
                           {"address", "connect", "TLS", "ttfb", "reused", "saves", "TLS, ALPN, chain", "keep-alive"}, {}, ""};
     std::optional<double> best, worst;
     std::optional<core::Error> first_error;
-    int failures = 0;
-    bool any_ok = false;
+    int failures = 0, silent = 0;
+    bool any_ok = false, primary_taken = false;
+    std::vector<double> answered_connects;  // every connect answered, all addresses
+    // An address the path check gave up on is not waited on again, a fact already, said here;
+    // unless every one was, when the host is unreachable and the connects say how.
+    const bool some_answered = std::any_of(addrs.begin(), addrs.begin() + static_cast<std::ptrdiff_t>(n_addr),
+                                           [&](const std::string& ip) { return !ctx.silent(ip); });
     for (std::size_t ai = 0; ai < n_addr; ++ai) {
       const std::string& ip = addrs[ai];
-      const std::string pin = t.host + ":" + std::to_string(t.port) + ":" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip);
-      std::vector<double> connect, tls, ttfb, wait, reused;
+      if (!proxy && some_answered && ctx.silent(ip)) {
+        per_address.push_back({{"address", ip}, {"silent", {{"note", "answered no connect of the path check: not probed"}}}});
+        addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
+        ++silent;
+        continue;
+      }
+      const std::string pin =
+          proxy ? "" : t.host + ":" + std::to_string(t.port) + ":" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip);
+      AnswerWatch watch;
+      std::vector<double> connect, tunnel, tls, ttfb, wait, reused;
       std::optional<http::TlsInfo> tls_info;
       std::string http_version;
       long http_status = 0;
       int reuse_hits = 0, reuse_tries = 0, not_found = 0;
       // Fresh connections: each pays DNS-free connect and TLS (the address is pinned).
-      for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
+      for (int i = 0; i < samples_ && ctx.before_deadline() && !watch.given_up(); ++i) {
         ctx.progress("transport: fresh connection to " + ip + " (" + std::to_string(i + 1) + "/" +
                      std::to_string(samples_) + ")");
         http::Request req = make_request(ctx, pin, /*fresh=*/true);
+        // Until the address answers a connect, it is given the retransmission timeout of the
+        // connects the others answered in (checks/silence.h), not the whole connect timeout.
+        if (!watch.answered()) req.connect_timeout = retransmission_timeout(answered_connects, req.connect_timeout);
         const http::Response r = ctx.http().perform(req);
         record_sample(out, ip, "fresh", r);
+        watch.record(r.status.ok() || r.failed_phase != "connect" || r.status.error().code == core::ErrorCode::ConnectRefused);
+        if (auto v = r.connect_phase()) answered_connects.push_back(core::to_ms(*v));
         if (!r.status.ok()) {
           ++failures;
           if (!first_error) {
@@ -118,6 +147,7 @@ class TransportCheck final : public Check {
         http_version = r.http_version;
         if (r.tls) tls_info = r.tls;
         if (auto v = r.connect_phase()) connect.push_back(core::to_ms(*v));
+        if (auto v = r.tunnel_phase()) tunnel.push_back(core::to_ms(*v));
         if (auto v = r.tls_phase()) tls.push_back(core::to_ms(*v));
         if (auto v = r.ttfb()) ttfb.push_back(core::to_ms(*v));
         if (auto v = r.server_wait()) wait.push_back(core::to_ms(*v));
@@ -126,6 +156,15 @@ class TransportCheck final : public Check {
       // is only given one): what a new connection costs a client that keeps its TLS sessions.
       std::vector<double> resumed_tls;
       int resume_tries = 0, resumed = 0;
+      if (watch.given_up()) {
+        per_address.push_back({{"address", ip}, {"silent", {{"probes_count", watch.probes()},
+                                                            {"note", "no answer to " + std::to_string(watch.probes()) +
+                                                                         " connects in a row: given up"}}}});
+        addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
+        ctx.mark_silent(ip);
+        ++silent;
+        continue;
+      }
       for (int i = 0; t.scheme == "https" && i <= samples_ && ctx.before_deadline(); ++i) {
         ctx.progress("transport: fresh connection offering a TLS session to " + ip);
         http::Request req = make_request(ctx, pin, /*fresh=*/true);
@@ -166,6 +205,7 @@ class TransportCheck final : public Check {
                             {"http_status", http_status},
                             {"http_version", http_version},
                             {"connect_p50_ms", opt(cs.p50)},
+                            {"tunnel_p50_ms", opt(stats::median(tunnel))},
                             {"tls_p50_ms", opt(ls.p50)},
                             {"ttfb_p50_ms", opt(fs.p50)},
                             {"server_wait_p50_ms", opt(ws.p50)},
@@ -194,43 +234,48 @@ class TransportCheck final : public Check {
         best = best ? std::min(*best, *cs.p50) : *cs.p50;
         worst = worst ? std::max(*worst, *cs.p50) : *cs.p50;
       }
-      if (ai == 0) {
-        out.add_summary("connect", "ms", connect);
-        out.add_median_ci("connect_p50", "ms", connect);
-        out.add_median_ci("tls_p50", "ms", tls);
-        out.add_median_ci("server_wait_p50", "ms", wait);
-        out.metrics.erase("connect_samples_count");
-        out.set("samples_count", static_cast<double>(fs.count));
+      if (!primary_taken) {  // the first address that answered: the one the requests go to
+        primary_taken = true;
+        // Its samples are counted by their first bytes (samples_count), not by their connects.
+        out.add_summary({transport_metric::connect_p50_ms, transport_metric::connect_p90_ms, transport_metric::connect_max_ms},
+                        connect);
+        out.add_median_ci({transport_metric::connect_p50_ci_low_ms, transport_metric::connect_p50_ci_high_ms}, connect);
+        out.add_median_ci({transport_metric::tls_p50_ci_low_ms, transport_metric::tls_p50_ci_high_ms}, tls);
+        out.add_median_ci({transport_metric::server_wait_p50_ci_low_ms, transport_metric::server_wait_p50_ci_high_ms}, wait);
+        out.set(transport_metric::samples_count, static_cast<double>(fs.count));
         if (ls.p50) {
-          out.set("tls_p50_ms", *ls.p50);
-          out.set("tls_max_ms", *ls.max);
+          out.set(transport_metric::tls_p50_ms, *ls.p50);
+          out.set(transport_metric::tls_max_ms, *ls.max);
         }
-        if (fs.p50) out.set("ttfb_p50_ms", *fs.p50);
-        if (ws.p50) out.set("server_wait_p50_ms", *ws.p50);
-        if (rs.p50) out.set("reused_ttfb_p50_ms", *rs.p50);
-        if (saves) out.set("reuse_saves_ms", *saves);
-        if (reuse_tries > 0) out.set("keepalive_ratio", keepalive);
-        if (fs.count > 0 && not_found == static_cast<int>(fs.count)) out.set("not_found_count", not_found);
+        if (fs.p50) out.set(transport_metric::ttfb_p50_ms, *fs.p50);
+        if (auto v = stats::median(tunnel)) out.set(transport_metric::tunnel_p50_ms, *v);
+        if (proxy) out.set(transport_metric::via_proxy_count, 1);
+        if (ws.p50) out.set(transport_metric::server_wait_p50_ms, *ws.p50);
+        if (rs.p50) out.set(transport_metric::reused_ttfb_p50_ms, *rs.p50);
+        if (saves) out.set(transport_metric::reuse_saves_ms, *saves);
+        if (reuse_tries > 0) out.set(transport_metric::keepalive_ratio, keepalive);
+        if (fs.count > 0 && not_found == static_cast<int>(fs.count)) out.set(transport_metric::not_found_count, not_found);
         if (tls_info) {
-          out.set("cert_chain_count", tls_info->chain_count);
-          out.set("cert_chain_bytes", tls_info->chain_bytes);
-          out.set("tls13_ratio", tls_info->version == "TLSv1.3" ? 1.0 : 0.0);
+          out.set(transport_metric::cert_chain_count, tls_info->chain_count);
+          out.set(transport_metric::cert_chain_bytes, tls_info->chain_bytes);
+          out.set(transport_metric::tls13_ratio, tls_info->version == "TLSv1.3" ? 1.0 : 0.0);
         }
         if (resume_tries > 0) {
-          out.set("resumption_tries_count", resume_tries);
-          out.set("resumption_ratio", static_cast<double>(resumed) / resume_tries);
+          out.set(transport_metric::resumption_tries_count, resume_tries);
+          out.set(transport_metric::resumption_ratio, static_cast<double>(resumed) / resume_tries);
         }
         if (auto v = stats::median(resumed_tls)) {
-          out.set("resumed_tls_p50_ms", *v);
-          if (ls.p50) out.set("resumption_saves_ms", *ls.p50 - *v);
+          out.set(transport_metric::resumed_tls_p50_ms, *v);
+          if (ls.p50) out.set(transport_metric::resumption_saves_ms, *ls.p50 - *v);
         }
       }
     }
     out.details["addresses"] = per_address;
+    if (silent > 0) addresses_table.note = std::to_string(silent) + " of the addresses answered no connect";
     if (!addresses_table.rows.empty()) out.tables.push_back(std::move(addresses_table));
-    out.set("failures_count", failures);
-    out.set("addresses_count", static_cast<double>(n_addr));
-    if (best && worst) out.set("connect_spread_ms", *worst - *best);
+    out.set(transport_metric::failures_count, failures);
+    out.set(transport_metric::addresses_count, static_cast<double>(n_addr));
+    if (best && worst) out.set(transport_metric::connect_spread_ms, *worst - *best);
     if (!any_ok && first_error) return out.fail(*first_error);
     return out;
   }
@@ -242,7 +287,7 @@ class TransportCheck final : public Check {
     req.method = "GET";
     req.url = ep.url(path_);
     ep.add_headers(req.headers);
-    req.resolve = {pin};
+    if (!pin.empty()) req.resolve = {pin};
     req.tls = ep.tls;
     req.proxy = ep.proxy;
     req.fresh_connection = fresh;

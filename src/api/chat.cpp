@@ -3,6 +3,8 @@
 #include <memory>
 #include <random>
 
+#include "api/endpoint_spec.h"
+
 namespace infdoctor::api {
 
 std::string Endpoint::url(const std::string& path) const {
@@ -77,12 +79,14 @@ std::vector<RequestSample> run_chats(http::Client& client, const Endpoint& ep, c
     reqs.back().sink = streams.back().get();
   }
   auto responses = client.perform_all(reqs);
+  const auto proxy = proxy_route(ep);
   std::vector<RequestSample> out;
   out.reserve(chats.size());
   for (std::size_t i = 0; i < chats.size(); ++i) {
     if (streams[i]) streams[i]->finish();
     out.push_back(make_sample(responses[i], streams[i].get(), chats[i].model, ep.flavour));
     out.back().trace_id = trace_ids[i];
+    if (proxy) out.back().proxy = proxy->url;
   }
   return out;
 }

@@ -44,14 +44,49 @@ bool bypassed(const std::string& host) {
 
 }  // namespace
 
-std::string proxy_in_use(const Endpoint& ep) {
-  if (ep.proxy) return ep.proxy->empty() ? "" : core::redact_url(*ep.proxy) + " (from --proxy)";
+std::optional<ProxyRoute> proxy_route(const Endpoint& ep) {
   auto target = parse_target(ep.base_url);
-  if (!target.ok() || bypassed(target->host)) return "";
-  std::string which;
-  const char* v = target->scheme == "https" ? env_any({"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}, which)
-                                            : env_any({"http_proxy", "all_proxy", "ALL_PROXY"}, which);
-  return v ? core::redact_url(v) + " (from $" + which + ")" : "";
+  std::string text, which = "--proxy";
+  if (ep.proxy) {
+    text = *ep.proxy;
+  } else {
+    if (!target.ok() || bypassed(target->host)) return std::nullopt;
+    const char* v = target->scheme == "https" ? env_any({"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}, which)
+                                              : env_any({"http_proxy", "all_proxy", "ALL_PROXY"}, which);
+    if (!v) return std::nullopt;
+    text = v;
+    which = "$" + which;
+  }
+  if (text.empty()) return std::nullopt;
+  ProxyRoute r;
+  r.source = which;
+  // libcurl's reading of a proxy string: an optional scheme (http when none), optional user info,
+  // the host (an IPv6 address in brackets), an optional port (1080 when none).
+  const auto scheme_end = text.find("://");
+  const std::string scheme = scheme_end == std::string::npos ? "http" : core::lower(text.substr(0, scheme_end));
+  std::string rest = scheme_end == std::string::npos ? text : text.substr(scheme_end + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  std::string port;
+  if (!rest.empty() && rest.front() == '[') {
+    const auto close = rest.find(']');
+    r.host = rest.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+    if (close != std::string::npos && close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
+  } else {
+    const auto colon = rest.rfind(':');
+    r.host = rest.substr(0, colon);
+    if (colon != std::string::npos) port = rest.substr(colon + 1);
+  }
+  if (!port.empty()) r.port = std::atoi(port.c_str());
+  if (scheme == "https" && port.empty()) r.port = 443;
+  r.url = core::redact_url(scheme_end == std::string::npos ? "http://" + text : text);
+  r.tunnel = target.ok() && target->scheme == "https" && scheme.rfind("socks", 0) != 0;
+  return r;
+}
+
+std::string proxy_in_use(const Endpoint& ep) {
+  const auto r = proxy_route(ep);
+  return r ? r->url + " (from " + r->source + ")" : "";
 }
 
 core::Result<Endpoint> make_endpoint(const EndpointSpec& f) {

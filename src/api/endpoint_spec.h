@@ -26,9 +26,18 @@ struct EndpointSpec {
 };
 
 // The proxy every request of `ep` goes through, as libcurl chooses it: --proxy, else the
-// environment's https_proxy / http_proxy / all_proxy unless no_proxy names the host. "" when
-// none; else its URL (without credentials) and where it came from: "http://proxy:3128 (from
-// $https_proxy)".
+// environment's https_proxy / http_proxy / all_proxy unless no_proxy names the host.
+struct ProxyRoute {
+  std::string url;     // without credentials: "http://proxy:3128"
+  std::string source;  // "--proxy", "$https_proxy", ...
+  std::string host;    // the proxy's host (a name or an address, brackets removed)
+  int port = 1080;     // libcurl's default when the URL names none
+  // An https target goes through an HTTP proxy in a tunnel (CONNECT) of its own per connection; a
+  // plain one is forwarded request by request. SOCKS proxies relay a connection either way.
+  bool tunnel = false;
+};
+std::optional<ProxyRoute> proxy_route(const Endpoint& ep);
+// The same in words: "" when none, else "http://proxy:3128 (from $https_proxy)".
 std::string proxy_in_use(const Endpoint& ep);
 
 // Validates the spec and reads the key (environment or file); the key is registered as a secret

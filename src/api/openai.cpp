@@ -180,6 +180,7 @@ ChatRequest synthetic_request(const std::string& model, int prompt_tokens, int m
   ChatRequest r;
   r.model = model;
   r.prompt = synthetic_prompt(prompt_tokens);
+  r.prompt_tokens_wanted = prompt_tokens;
   r.max_tokens = max_tokens;
   return r;
 }

@@ -26,6 +26,10 @@ inline constexpr const char* kSdkAcceptEncoding = "gzip, deflate";
 struct ChatRequest {
   std::string model;
   std::string prompt;
+  // A synthetic prompt's size as the check meant it, in the server's tokens: the run sizes the
+  // prompt's words to it once it has learnt the model's tokens per word (run/pacer.h). 0: the
+  // prompt goes as written.
+  int prompt_tokens_wanted = 0;
   int max_tokens = 64;
   bool stream = true;
   bool include_usage = true;               // stream_options.include_usage

@@ -73,6 +73,32 @@ void read_stalls(RequestSample& s, const http::Response& r, const std::vector<co
   }
 }
 
+// What the server says it spent: OpenAI's openai-processing-ms; else Server-Timing's `total`,
+// else its longest span (spans may nest, and the outermost is at least the longest).
+std::optional<double> server_processing_ms(const http::Response& r, const std::map<std::string, double>& timing) {
+  if (auto v = r.header("openai-processing-ms")) {
+    char* end = nullptr;
+    const double ms = std::strtod(v->c_str(), &end);
+    if (end != v->c_str() && std::isfinite(ms) && ms >= 0) return ms;
+  }
+  if (auto it = timing.find("total"); it != timing.end()) return it->second;
+  std::optional<double> longest;
+  for (const auto& [_, ms] : timing) longest = std::max(longest.value_or(0.0), ms);
+  return longest;
+}
+
+// Time per token, tokens per second and events per token, from the arrived tokens and the
+// content events' span; left unmeasured while the count is unknown.
+void derive_from_tokens(RequestSample& s) {
+  const double tokens = arrived_tokens(s).value_or(0);
+  if (tokens > 0 && s.content_events > 0) s.events_per_token = static_cast<double>(s.content_events) / tokens;
+  if (tokens > 1 && s.content_events > 1 && s.ttft_ms && s.total_ms) {
+    const double gen_ms = *s.total_ms - *s.ttft_ms;
+    s.tpot_ms = gen_ms / (tokens - 1);
+    if (gen_ms > 0) s.output_tokens_per_s = (tokens - 1) / (gen_ms / 1000.0);
+  }
+}
+
 void fail(RequestSample& s, core::ErrorCode code, std::string message, std::string phase) {
   s.ok = false;
   s.error = std::string(core::error_info(code).token);
@@ -98,8 +124,11 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.bytes_received = r.bytes_received;
   for (const auto& [k, v] : r.headers) s.headers[k] = v;
   if (auto st = r.header("server-timing")) s.server_timing_ms = parse_server_timing(*st);
+  s.server_processing_ms = server_processing_ms(r, s.server_timing_ms);
+  s.in_flight = r.in_flight;
   s.dns_ms = ms(r.dns_phase());
   s.connect_ms = ms(r.connect_phase());
+  s.tunnel_ms = ms(r.tunnel_phase());
   s.tls_ms = ms(r.tls_phase());
   s.ttfb_ms = ms(r.ttfb());
   s.request_sent_ms = ms(r.request_out_at);
@@ -154,9 +183,12 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
         fail(s, parsed.error().code, parsed.error().message, "receive");
       } else {
         s.prompt_tokens = parsed->usage.prompt_tokens;
+        if (s.prompt_tokens) s.prompt_tokens_source = kTokensFromUsage;
         s.cached_tokens = parsed->usage.cached_tokens;
         s.output_tokens = parsed->usage.completion_tokens;
         s.tokens_from_usage = s.output_tokens.has_value();
+        if (s.tokens_from_usage) s.output_tokens_source = kTokensFromUsage;
+        s.content_bytes = static_cast<std::int64_t>(parsed->content.size());
         s.finish_reason = parsed->finish_reason;
         s.total_ms = s.transfer_ms;
       }
@@ -171,9 +203,17 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
   s.server_timings = stream->server_timings();
   s.client_parse_ms = core::to_ms(stream->parse_time());
   s.prompt_tokens = stream->usage().prompt_tokens;
+  if (s.prompt_tokens) s.prompt_tokens_source = kTokensFromUsage;
   s.cached_tokens = stream->usage().cached_tokens;
+  // llama.cpp's server says in its timings how many prompt tokens its slot's cache served
+  // (cache_n), where usage has no cached_tokens.
+  if (!stream->usage().cached_tokens && s.server_timings.is_object())
+    if (const auto it = s.server_timings.find("cache_n"); it != s.server_timings.end() && it->is_number_integer())
+      s.cached_tokens = it->get<std::int64_t>();
   s.output_tokens = stream->usage().completion_tokens;
   s.tokens_from_usage = s.output_tokens.has_value();
+  if (s.tokens_from_usage) s.output_tokens_source = kTokensFromUsage;
+  s.content_bytes = static_cast<std::int64_t>(stream->text_bytes());
   s.reasoning_tokens = stream->usage().reasoning_tokens;
   if (s.reasoning_tokens && *s.reasoning_tokens > 0 && !stream->first_reasoning_at())
     s.hidden_reasoning_tokens = *s.reasoning_tokens;
@@ -191,14 +231,9 @@ RequestSample make_sample(const http::Response& r, const ChatStream* stream, con
       if (times[i] != times[i - 1]) ++s.content_arrivals;
     }
     read_stalls(s, r, times);
-    // Without usage every content event is taken as one token, and the sample says so.
-    const double tokens = arrived_tokens(s).value_or(0);
-    if (tokens > 0) s.events_per_token = static_cast<double>(times.size()) / tokens;
-    if (tokens > 1 && times.size() > 1) {
-      const double gen_ms = core::to_ms(core::elapsed_us(times.front(), times.back()));
-      s.tpot_ms = gen_ms / (tokens - 1);
-      if (gen_ms > 0) s.output_tokens_per_s = (tokens - 1) / (gen_ms / 1000.0);
-    }
+    // Without usage the count is unknown here: the run calibrates the text's bytes per token on
+    // an answer that carried usage (count_output_tokens), never an event for a token.
+    derive_from_tokens(s);
   }
   if (!s.ok) return s;
   if (auto e = stream->stream_error()) {
@@ -263,8 +298,27 @@ std::optional<double> arrivals_per_token(const RequestSample& s) {
 }
 
 std::optional<double> arrived_tokens(const RequestSample& s) {
-  if (!s.output_tokens) return s.content_events > 0 ? std::optional<double>(static_cast<double>(s.content_events)) : std::nullopt;
+  if (!s.output_tokens) return std::nullopt;
   return static_cast<double>(std::max<std::int64_t>(0, *s.output_tokens - s.hidden_reasoning_tokens));
+}
+
+void count_output_tokens(RequestSample& s, double tokens, const std::string& source) {
+  s.output_tokens = std::max<std::int64_t>(0, std::llround(tokens));
+  s.output_tokens_source = source;
+  s.tpot_ms.reset();
+  s.output_tokens_per_s.reset();
+  s.events_per_token.reset();
+  derive_from_tokens(s);
+}
+
+std::optional<double> bytes_per_token(const RequestSample& s) {
+  // The answer's text only: reasoning tokens are counted in usage but their text is not in it.
+  if (!s.ok || s.output_tokens_source != kTokensFromUsage || !s.output_tokens || s.content_bytes <= 0 ||
+      s.reasoning_tokens.value_or(0) > 0)
+    return std::nullopt;
+  const double tokens = static_cast<double>(*s.output_tokens);
+  if (tokens < 1) return std::nullopt;
+  return static_cast<double>(s.content_bytes) / tokens;
 }
 
 namespace {
@@ -274,6 +328,9 @@ namespace {
 template <class Sample, class F>
 void visit_fields(Sample& s, F&& f) {
   f("started_at", s.started_at);
+  f("seq", s.seq);
+  f("in_flight_count", s.in_flight);
+  f("idle_before_ms", s.idle_before_ms);
   f("model", s.model);
   f("ok", s.ok);
   f("error", s.error);
@@ -295,8 +352,10 @@ void visit_fields(Sample& s, F&& f) {
   f("remote_ip", s.remote_ip);
   f("local_ip", s.local_ip);
   f("connection_reused", s.connection_reused);
+  f("proxy", s.proxy);
   f("dns_ms", s.dns_ms);
   f("connect_ms", s.connect_ms);
+  f("tunnel_ms", s.tunnel_ms);
   f("tls_ms", s.tls_ms);
   f("request_sent_ms", s.request_sent_ms);
   f("server_wait_ms", s.server_wait_ms);
@@ -316,6 +375,11 @@ void visit_fields(Sample& s, F&& f) {
   f("first_reasoning_ms", s.first_reasoning_ms);
   f("first_answer_ms", s.first_answer_ms);
   f("tokens_from_usage", s.tokens_from_usage);
+  f("output_tokens_source", s.output_tokens_source);
+  f("prompt_tokens_source", s.prompt_tokens_source);
+  f("content_bytes", s.content_bytes);
+  f("prompt_words_count", s.prompt_words);
+  f("server_processing_ms", s.server_processing_ms);
   f("events_count", s.events);
   f("content_events_count", s.content_events);
   f("content_arrivals_count", s.content_arrivals);

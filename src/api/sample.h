@@ -24,9 +24,22 @@
 
 namespace infdoctor::api {
 
+// Where a request's output token count comes from: the server's usage, or the streamed text's
+// bytes at a bytes-per-token ratio calibrated on the same model's answer that did carry usage.
+// Without either the count is unknown: an event is not a token (engines send several an event).
+inline constexpr const char* kTokensFromUsage = "usage";
+inline constexpr const char* kTokensCalibrated = "calibrated";
+
 struct RequestSample {
   std::string started_at;  // RFC 3339 UTC
   double sent_after_ms = 0;  // from its batch's start to its own (a schedule's arrival, a lane's turn)
+  // The run's ledger (results/ledger.h): the request's place among the run's model requests (0 the
+  // first; -1 outside a run), and what its sending measured: the requests in flight while it was,
+  // itself included (http::Response::in_flight), and how long this model had been left idle
+  // before it (since the last answer of the same model ended; absent for its first request).
+  int seq = -1;
+  int in_flight = 1;
+  std::optional<double> idle_before_ms;
   std::string model;
   bool ok = false;
   std::string error;          // stable token when !ok
@@ -61,8 +74,17 @@ struct RequestSample {
   std::string remote_ip;
   std::string local_ip;  // the client's own address on the connection
   bool connection_reused = false;
+  // The proxy the request went through (its URL without credentials; empty: direct), and on a new
+  // connection through its tunnel, the tunnel's setup: from the TCP connect to the proxy to its
+  // answer to CONNECT. connect_ms is then the connect to the proxy, tls_ms the handshake with the
+  // server through the tunnel.
+  std::string proxy;
+  std::optional<double> tunnel_ms;
   std::optional<double> dns_ms, connect_ms, tls_ms, request_sent_ms, server_wait_ms, ttfb_ms, first_event_ms, ttft_ms,
       total_ms, transfer_ms, tpot_ms, output_tokens_per_s, events_per_token;
+  // What the server says it spent on the request, from its own headers: openai-processing-ms, else
+  // Server-Timing's `total`, else its longest span. A second source beside the client's clock.
+  std::optional<double> server_processing_ms;
   std::optional<std::int64_t> prompt_tokens, output_tokens;
   std::optional<std::int64_t> cached_tokens;  // prompt tokens the provider served from its cache
   // A reasoning model's: of the output tokens, those it spent reasoning (usage); the first event
@@ -72,6 +94,10 @@ struct RequestSample {
   std::optional<double> first_reasoning_ms, first_answer_ms;
   std::int64_t hidden_reasoning_tokens = 0;
   bool tokens_from_usage = false;
+  std::string output_tokens_source;  // kTokensFromUsage, kTokensCalibrated, or empty: unknown
+  std::string prompt_tokens_source;  // the same for prompt_tokens
+  std::int64_t content_bytes = 0;    // bytes of the answer's text as it came
+  int prompt_words = 0;              // a synthetic prompt's words as sent (0: not synthetic); repro.sh sends as many
   std::size_t events = 0, content_events = 0, malformed_events = 0;
   std::size_t content_arrivals = 0;  // distinct moments content arrived: fewer than events when clumped
   std::vector<double> itl_ms;  // gaps between consecutive content events
@@ -129,9 +155,15 @@ struct Clumps {
   double first_token_wait_ms = 0;
 };
 std::optional<Clumps> clumps(const RequestSample& s);
-// The output tokens that arrived: usage's count less the hidden reasoning tokens; without usage,
-// the content events. Time per token and arrivals per token are over these.
+// The output tokens that arrived: the count (usage's, or calibrated) less the hidden reasoning
+// tokens; nothing when the count is unknown. Time per token and arrivals per token are over these.
 std::optional<double> arrived_tokens(const RequestSample& s);
+// Gives a sample whose stream carried no usage its output token count from `source` (calibrated
+// text), and what follows from it: time per token, tokens per second, events per token.
+void count_output_tokens(RequestSample& s, double tokens, const std::string& source);
+// The answer's text bytes per output token, on a sample whose count came from usage and whose
+// text came whole; nothing otherwise. What count_output_tokens' calibration is made of.
+std::optional<double> bytes_per_token(const RequestSample& s);
 // Distinct moments content arrived, per token that arrived: 1 for a stream sent as generated, far
 // under it for one held and released in clumps. Nothing without usage (the tokens are not known)
 // or without a token.

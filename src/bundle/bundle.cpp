@@ -135,6 +135,7 @@ core::Status Writer::finish(const results::RunResult& result, const Context& ctx
       {"repro.sh", core::scrub(render_repro(ctx))},
       {"report.html", core::scrub(render_html(result))},
   };
+  if (!ctx.kept_bodies.empty()) files.emplace_back("body.jsonl", core::scrub(ctx.kept_bodies));
   for (const auto& [name, content] : files)
     if (auto st = write_private_file(dir_ + "/" + name, content); !st.ok()) return st;
   // samples.jsonl was appended on disk as the run went; it is the one file read back.

@@ -42,6 +42,8 @@ struct Context {
   };
   std::string repro_shows;  // the finding they show: "cold_start at the target model"
   std::vector<ReproRequest> repro;
+  // The user's own request bodies, one a line, kept as body.jsonl when the user asked; empty: none.
+  std::string kept_bodies;
 };
 
 // The endpoint as repro.sh must address it: its URL, the variable its key is read from, the

@@ -1,6 +1,7 @@
 // infdoctor run: the checklist against one endpoint; the report on stdout, or results.json.
 #include "cli/run.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "core/redact.h"
 #include "core/strings.h"
 #include "report/prometheus.h"
+#include "run/slo.h"
 
 namespace infdoctor::cli {
 
@@ -47,6 +49,28 @@ int run_with(const RunOptions& o, const std::string& command_line, results::RunR
   return code;
 }
 
+namespace {
+// `run --help` in groups, as a user looks for them: what to diagnose and how to reach it, the
+// request findings are priced on, what to measure, what to write, and what scheduled runs set.
+void group_run_options(CLI::App& cmd) {
+  const std::pair<const char*, std::vector<std::string>> groups[] = {
+      {"Target", {"--base-url", "--preset", "--api-flavour", "--api-key-env", "--api-key-file", "--model", "--small-model",
+                  "--metrics-url"}},
+      {"Connection", {"--cacert", "--insecure", "--max-time", "--connect-timeout", "--header", "--proxy", "--resolve"}},
+      {"Workload", {"--workload", "--body", "--keep-body", "--slo"}},
+      {"Checks", {"--checks", "--quick", "--full", "--set", "--settings", "--sweep-prompt-tokens", "--sweep-max-tokens",
+                  "--idle-gaps", "--concurrency", "--load-levels", "--load-rates", "--load-mix", "--soak-minutes",
+                  "--resolver", "--no-system-resolvers", "--max-hops", "--check-timeout", "--max-concurrency",
+                  "--max-requests", "--rules", "--dry-run"}},
+      {"Output", {"--json", "--bundle", "--quiet", "--verbose"}},
+      {"Scheduled runs", {"--history", "--prom", "--push", "--target-name", "--vantage"}},
+  };
+  for (auto* opt : cmd.get_options())
+    for (const auto& [group, names] : groups)
+      if (std::find(names.begin(), names.end(), opt->get_name()) != names.end()) opt->group(group);
+}
+}  // namespace
+
 void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   const std::string ids = core::join_by(checks::registry(), ",", [](const checks::CheckEntry& e) { return e.id; });
   cmd.add_option("--max-concurrency", p.max_concurrency,
@@ -58,6 +82,13 @@ void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   cmd.add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
   cmd.add_option("--idle-gaps", p.idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
   cmd.add_option("--concurrency", p.concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
+  cmd.add_option("--load-levels", p.load_levels,
+                 "the load ramp's users at each level, e.g. 5,10,20,50 (with --checks +load; as --set load.levels)");
+  cmd.add_option("--load-rates", p.load_rates,
+                 "the load ramp as requests a second arriving at random instead of users, e.g. 5,10,20 (load.rates)");
+  cmd.add_option("--load-mix", p.load_mix,
+                 "the load ramp's request sets, NAME:SHARE:PROMPT:OUTPUT each, e.g. chat:0.7:100-500:128,docs:0.3:4000:512 "
+                 "(load.mix)");
   cmd.add_option("--soak-minutes", p.soak_minutes, "run the soak check for this many minutes")
       ->check(CLI::Range(0.0, 1440.0));
   cmd.add_option("--checks", p.checks,
@@ -116,7 +147,9 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
   cmd->add_option("--rules", opts->rules_dir, "directory of rule files to use instead of the built-in rules");
   cmd->add_option("--slo", opts->slo,
                   "your own limits, e.g. ttft_p50_ms=2000,itl_p99_ms=80 (or full metric names): a violated one is a "
-                  "finding and sets the exit code");
+                  "finding and sets the exit code. Limits on TTFT, time per token and the total are judged on the "
+                  "reference request (--workload's or --body's shape, its queue counted in the total) and, with "
+                  "the load check, on each of its requests (the goodput)");
   cmd->add_option("--prom", out.prom,
                   "write the run's metrics to FILE in Prometheus's text format, under a temporary name first (for "
                   "node_exporter's textfile collector): seconds and bytes, infdoctor_probe_success, "
@@ -141,6 +174,10 @@ void add_run_command(CLI::App& app, std::function<int()>& chosen) {
                   "days there (rules history.*); see `infdoctor history FILE`");
   cmd->add_option("--bundle", out.bundle,
                   "write the evidence bundle to PATH: a directory, or a .tar.gz when PATH ends so");
+  cmd->add_flag("--keep-body", out.keep_body,
+                "keep --body's request bodies in the bundle (body.jsonl), for a provider to send them again; without "
+                "it the bundle keeps their size, hash and token counts only");
+  group_run_options(*cmd);
   cmd->callback([opts, &chosen, cmd] {
     // The command line as the bundle records it: flags and values, URLs without credentials.
     std::string line = "infdoctor run";

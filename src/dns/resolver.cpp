@@ -42,6 +42,27 @@ struct QueryState {
   core::SteadyTime answered;
 };
 
+// Where c-ares keeps the address of an A and of an AAAA record.
+const void* address_of(const ares_addrttl& r) { return &r.ipaddr; }
+const void* address_of(const ares_addr6ttl& r) { return &r.ip6addr; }
+
+// The records of an answer, through c-ares' parser of its family (ares_parse_a_reply,
+// ares_parse_aaaa_reply: the same signature over their own record type); the parser's status.
+template <class Ttl>
+int parse_records(int (*parse)(const unsigned char*, int, hostent**, Ttl*, int*), int af, const unsigned char* abuf,
+                  int alen, std::vector<Record>& out) {
+  std::array<Ttl, 64> ttls{};
+  int n = static_cast<int>(ttls.size());
+  const int rc = parse(abuf, alen, nullptr, ttls.data(), &n);
+  if (rc != ARES_SUCCESS) return rc;
+  char buf[INET6_ADDRSTRLEN];
+  for (int i = 0; i < n; ++i) {
+    inet_ntop(af, address_of(ttls[i]), buf, sizeof buf);
+    out.push_back(Record{buf, ttls[i].ttl});
+  }
+  return ARES_SUCCESS;
+}
+
 void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen) {
   auto* st = static_cast<QueryState*>(arg);
   st->answered = core::SteadyClock::now();
@@ -49,31 +70,11 @@ void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int ale
   st->status = status;
   st->timeouts = timeouts;
   if (status != ARES_SUCCESS || abuf == nullptr) return;
-  char buf[INET6_ADDRSTRLEN];
-  if (st->family == Family::A) {
-    std::array<ares_addrttl, 64> ttls{};
-    int n = static_cast<int>(ttls.size());
-    const int rc = ares_parse_a_reply(abuf, alen, nullptr, ttls.data(), &n);
-    if (rc != ARES_SUCCESS) {
-      st->status = rc;
-      return;
-    }
-    for (int i = 0; i < n; ++i) {
-      inet_ntop(AF_INET, &ttls[i].ipaddr, buf, sizeof buf);
-      st->records.push_back(Record{buf, ttls[i].ttl});
-    }
-  } else {
-    std::array<ares_addr6ttl, 64> ttls{};
-    int n = static_cast<int>(ttls.size());
-    const int rc = ares_parse_aaaa_reply(abuf, alen, nullptr, ttls.data(), &n);
-    if (rc != ARES_SUCCESS) {
-      st->status = rc;
-      return;
-    }
-    for (int i = 0; i < n; ++i) {
-      inet_ntop(AF_INET6, &ttls[i].ip6addr, buf, sizeof buf);
-      st->records.push_back(Record{buf, ttls[i].ttl});
-    }
+  const int rc = st->family == Family::A ? parse_records(ares_parse_a_reply, AF_INET, abuf, alen, st->records)
+                                         : parse_records(ares_parse_aaaa_reply, AF_INET6, abuf, alen, st->records);
+  if (rc != ARES_SUCCESS) {
+    st->status = rc;
+    return;
   }
   if (st->records.empty()) st->status = ARES_ENODATA;
 }

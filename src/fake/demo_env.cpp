@@ -9,6 +9,7 @@
 
 #include "fake/certs.h"
 #include "fake/dns_server.h"
+#include "fake/forward_proxy.h"
 #include "fake/lab.h"
 #include "fake/server.h"
 #include "net/subprocess.h"
@@ -63,6 +64,12 @@ class LoopbackDemo final : public DemoEnvironment {
       resolver_ = dns_->address();
     }
     base_url_ = std::string(fault.tls ? "https://" : "http://") + host + ":" + port + "/v1";
+    if (fault.via_proxy) {
+      auto p = ForwardProxy::start({{{"api.demo.test", "127.0.0.1"}}, "", "127.0.0.1", fault.proxy_tunnel_delay_ms});
+      if (!p.ok()) return p.error();
+      proxy_ = std::move(p.value());
+      proxy_url_ = proxy_->url();
+    }
     return {};
   }
 
@@ -70,15 +77,20 @@ class LoopbackDemo final : public DemoEnvironment {
   std::string dir_;
   std::unique_ptr<net::Process> process_;
   std::unique_ptr<DnsResponder> dns_;
+  std::unique_ptr<ForwardProxy> proxy_;
 };
 
 // A real round trip needs a real path: the fake provider behind the lab's delaying wire, the
 // client in the lab's client namespace.
 class LabDemo final : public DemoEnvironment {
  public:
-  explicit LabDemo(const DemoFault& fault) : lab_({fault.lab_delay_ms, fault.lab_loss_ratio}) {}
+  explicit LabDemo(const DemoFault& fault)
+      : lab_({fault.lab_delay_ms, fault.lab_loss_ratio, fault.lab_direct_closed, fault.lab_drop_payload_to_server}) {}
   ~LabDemo() override {
+    proxy_.reset();
     if (server_) server_->stop();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
   int run_client(const std::function<int()>& client) override {
     int code = 3;
@@ -90,11 +102,22 @@ class LabDemo final : public DemoEnvironment {
     if (!lab_.ok()) return failed("cannot build the lab: " + lab_.error());
     auto scenario = parse_scenario(fault.scenario, "demo scenario " + fault.name);
     if (!scenario.ok()) return scenario.error();
+    ServerOptions so;
+    so.host = Lab::kServerIp;
+    so.port = 8080;
+    if (fault.tls) {
+      // HTTPS by the server's address: a certificate for it, which the client is given to trust.
+      char tmpl[] = "/tmp/infdoctor-lab-XXXXXX";
+      if (!::mkdtemp(tmpl)) return failed("cannot create a temporary directory");
+      dir_ = tmpl;
+      auto certs = write_self_signed(dir_, {"api.lab.test"}, {Lab::kServerIp});
+      if (!certs.ok()) return certs.error();
+      so.tls_cert = certs->cert;
+      so.tls_key = certs->key;
+      cacert_ = certs->cert;
+    }
     try {
       in_netns(lab_.server_ns(), [&] {
-        ServerOptions so;
-        so.host = Lab::kServerIp;
-        so.port = 8080;
         auto s = Server::start(std::move(scenario.value()), so);
         if (s.ok()) server_ = std::move(s.value());
       });
@@ -102,13 +125,22 @@ class LabDemo final : public DemoEnvironment {
       return failed(e.what());
     }
     if (!server_) return failed("the fake provider did not start in the lab");
-    base_url_ = "http://" + std::string(Lab::kServerIp) + ":8080/v1";
+    base_url_ = std::string(fault.tls ? "https://" : "http://") + Lab::kServerIp + ":8080/v1";
+    if (fault.via_proxy) {
+      // The proxy runs on the router, which reaches the server whatever the client's own routes.
+      auto p = ForwardProxy::start({{}, lab_.router_ns(), Lab::kRouterIp, fault.proxy_tunnel_delay_ms});
+      if (!p.ok()) return p.error();
+      proxy_ = std::move(p.value());
+      proxy_url_ = proxy_->url();
+    }
     return {};
   }
 
  private:
   Lab lab_;
+  std::string dir_;
   std::unique_ptr<Server> server_;
+  std::unique_ptr<ForwardProxy> proxy_;
 };
 
 }  // namespace

@@ -21,11 +21,12 @@ class DemoEnvironment {
   const std::string& base_url() const { return base_url_; }
   const std::string& cacert() const { return cacert_; }      // empty: plain HTTP
   const std::string& resolver() const { return resolver_; }  // IP:PORT of the demo's resolver; empty: none
+  const std::string& proxy_url() const { return proxy_url_; }  // the forward proxy to go through; empty: none
   // Runs the client where it must run: here, or in the lab's client namespace.
   virtual int run_client(const std::function<int()>& client) = 0;
 
  protected:
-  std::string base_url_, cacert_, resolver_;
+  std::string base_url_, cacert_, resolver_, proxy_url_;
 };
 
 }  // namespace infdoctor::fake

@@ -20,6 +20,12 @@ struct DemoFault {
   double dns_delay_ms = -1;         // >= 0: resolve the API host through a demo DNS server this slow
   double lab_delay_ms = -1;         // >= 0: serve across the namespace lab, this one-way delay (root)
   double lab_loss_ratio = 0;        // and drop this share of its packets, each direction
+  bool lab_direct_closed = false;   // the lab's client reaches the server only through a proxy
+  int lab_drop_payload_to_server = 0;  // the lab's wire drops the n-th segment towards the server
+  // A forward proxy (squid) between client and server: the client is given its URL
+  // (DemoEnvironment::proxy_url, as $https_proxy); its tunnels' setup held this long.
+  bool via_proxy = false;
+  double proxy_tunnel_delay_ms = 0;
 };
 
 const std::vector<DemoFault>& demo_faults();

@@ -99,6 +99,8 @@ Lab::Lab(Config config) : config_(config) {
   for (const auto& ns : {router_, server_})
     ok_ = ok_ && sh({"ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=0"});
   ok_ = ok_ && sh({"ip", "netns", "exec", client_, "sysctl", "-qw", "net.ipv4.ping_group_range=1 0"});
+  ok_ = ok_ && sh({"ip", "-n", router_, "route", "add", "blackhole", kSilentIp});
+  if (config_.direct_closed) ok_ = ok_ && sh({"ip", "-n", client_, "route", "add", "prohibit", kServerIp});
   if (!ok_) return;
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
   wire_thread_ = std::thread([this] { wire(); });
@@ -133,6 +135,16 @@ void Lab::wire() {
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   const auto delay = std::chrono::microseconds(static_cast<long long>(config_.one_way_delay_ms * 1000));
   char buf[65536];
+  int payloads_to_server = 0;
+  // Whether an IPv4 packet carries TCP payload (a segment the receiver acknowledges).
+  const auto tcp_payload = [](const char* b, ssize_t n) {
+    if (n < 20 || (static_cast<unsigned char>(b[0]) >> 4) != 4 || b[9] != 6) return false;
+    const int ihl = (static_cast<unsigned char>(b[0]) & 15) * 4;
+    const int total = (static_cast<unsigned char>(b[2]) << 8) | static_cast<unsigned char>(b[3]);
+    if (n < ihl + 13) return false;
+    const int doff = (static_cast<unsigned char>(b[ihl + 12]) >> 4) * 4;
+    return total - ihl - doff > 0;
+  };
   while (true) {
     auto next_due = Clock::time_point::max();
     if (!to_b.empty()) next_due = std::min(next_due, to_b.front().due);
@@ -155,6 +167,10 @@ void Lab::wire() {
         const ssize_t n = ::read(side == 0 ? tun_a_ : tun_b_, buf, sizeof buf);
         if (n <= 0) break;
         if (config_.loss_ratio > 0 && coin(rng) < config_.loss_ratio) continue;
+        if (side == 0 && config_.drop_payload_to_server > 0 && tcp_payload(buf, n) &&
+            ++payloads_to_server >= config_.drop_payload_to_server &&
+            payloads_to_server < config_.drop_payload_to_server + config_.drop_payload_count)
+          continue;
         (side == 0 ? to_b : to_a).push_back(Packet{now + delay, std::vector<char>(buf, buf + n)});
       }
     }

@@ -135,6 +135,9 @@ const ModelNumber kModelNumbers[] = {
     {"bucket_per_s", &ModelSpec::bucket_per_s, 0, 1e6},
     {"tokens_per_min", &ModelSpec::tokens_per_min, 0, 1e9},
     {"reasoning_tokens", &ModelSpec::reasoning_tokens, 0, 1e6},
+    {"comment_every_ms", &ModelSpec::comment_every_ms, 0, kMaxMs},
+    {"prompt_tokens_per_word", &ModelSpec::prompt_tokens_per_word, 0.1, 10},
+    {"template_tokens", &ModelSpec::template_tokens, 0, 1e5},
 };
 // Its switches: each key and the member it sets.
 const std::pair<const char*, bool ModelSpec::*> kModelSwitches[] = {
@@ -142,6 +145,8 @@ const std::pair<const char*, bool ModelSpec::*> kModelSwitches[] = {
     {"role_chunk", &ModelSpec::role_chunk},
     {"stamp_tokens", &ModelSpec::stamp_tokens},
     {"reasoning_visible", &ModelSpec::reasoning_visible},
+    {"stream_usage", &ModelSpec::stream_usage},
+    {"close_connections", &ModelSpec::close_connections},
 };
 
 ModelSpec read_model(const json& j, const std::string& path, std::string* err) {

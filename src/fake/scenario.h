@@ -69,6 +69,18 @@ struct ModelSpec {
   double flush_interval_ms = 0;      // a buffering proxy: events leave on this grid
   bool timing_headers = false;       // x-queue-time, server-timing, openai-processing-ms
   bool role_chunk = true;            // a role-only first chunk, sent with the headers
+  // The model's tokenizer against the prompt's words: tokens a word (1: each word one token, as
+  // common English words are in the vocabularies providers serve) and the chat template's tokens.
+  double prompt_tokens_per_word = 1;
+  int template_tokens = 0;
+  // A stream without usage even when stream_options.include_usage asks for it, as several servers
+  // and gateways send it; a whole answer carries usage all the same.
+  bool stream_usage = true;
+  // SSE comment lines (": keep-alive") this often, from the headers on, before the first token too.
+  double comment_every_ms = 0;
+  // Connection: close on every answer (a gateway that does not keep connections): each request
+  // opens a new connection, through a proxy a new tunnel.
+  bool close_connections = false;
   // Instead of words, each content event carries "ARRIVED/SENT;": the steady-clock microseconds at
   // which the request arrived and the event was written, so a benchmark can tell the fake's own
   // scheduling from the error of the client that timed it (both share CLOCK_MONOTONIC).

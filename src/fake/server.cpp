@@ -642,8 +642,12 @@ struct Server::Impl {
     const json& body = c.body;
     if (auto msgs = body.find("messages"); msgs != body.end() && msgs->is_array()) {
       const auto words = prompt_words(*msgs);
-      c.prompt_tokens = words.size();
-      c.cached_tokens = cached_prefix_tokens(*c.st, words);
+      // A tokenizer that splits some words, and the chat template's own tokens around the messages.
+      const auto tokens = [&](std::size_t n) {
+        return static_cast<std::size_t>(std::llround(static_cast<double>(n) * spec.prompt_tokens_per_word));
+      };
+      c.prompt_tokens = tokens(words.size()) + static_cast<std::size_t>(spec.template_tokens);
+      c.cached_tokens = tokens(cached_prefix_tokens(*c.st, words));
     } else {
       return reply_error(stream, c, 400, "`messages` must be an array", "invalid_request_error", "invalid_messages");
     }
@@ -680,7 +684,8 @@ struct Server::Impl {
                          "invalid_request_error", "context_length_exceeded");
     c.stream_mode = body.value("stream", false);
     if (auto so = body.find("stream_options"); so != body.end() && so->is_object())
-      c.include_usage = so->value("include_usage", false);
+      c.include_usage = so->value("include_usage", false) && spec.stream_usage;
+    if (spec.close_connections) c.keep = false;
     c.n_out = spec.output_tokens ? std::min(*spec.output_tokens, c.max_tokens) : c.max_tokens;
     {
       std::lock_guard lock(c.st->mu);
@@ -925,6 +930,10 @@ struct Server::Impl {
     Stream& stream;
     bool keep;
     beast::error_code ec;
+    // SSE comment lines (": keep-alive"), one each interval from the headers on, whatever the
+    // events are doing, as gateways send them to keep idle connections open; 0: none.
+    double comment_every_ms = 0;
+    Clock::time_point next_comment{};
 
     bool begin(const std::vector<std::pair<std::string, std::string>>& headers) {
       bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
@@ -943,7 +952,11 @@ struct Server::Impl {
       net::write(stream, bhttp::make_chunk(net::buffer(payload)), ec);
       return !ec;
     }
-    bool send_at(Clock::time_point at, const std::string& payload) { return im.sleep_until(at) && send(payload); }
+    bool send_at(Clock::time_point at, const std::string& payload) {
+      for (; comment_every_ms > 0 && next_comment < at; next_comment += from_ms(comment_every_ms))
+        if (!im.sleep_until(next_comment) || !send(": keep-alive\n\n")) return false;
+      return im.sleep_until(at) && send(payload);
+    }
     // The last chunk: the response ends cleanly, and the connection serves again when kept.
     bool end() {
       net::write(stream, bhttp::make_chunk_last(), ec);
@@ -981,6 +994,14 @@ struct Server::Impl {
       held.clear();
       return ok;
     }
+    // The stream ended upstream at `ended`: a proxy forwards what it holds then, not at its next tick.
+    template <typename Sink>
+    bool flush_at_end(Sink& sink, Clock::time_point ended) {
+      if (held.empty()) return true;
+      const bool ok = sink.send_at(std::min(pending, ended), held);
+      held.clear();
+      return ok;
+    }
   };
 
   // Headers (and the opening events) at once, visible reasoning, then the answer's tokens on their
@@ -989,7 +1010,14 @@ struct Server::Impl {
   bool answer_stream(Stream& stream, ChatCall& c, const ChatFormat& format, Timeline& t, const FaultRule* fault) {
     const ModelSpec& spec = c.st->spec;
     EventSink<Stream> sink{*this, stream, c.keep, {}};
+    // What the server says it spent before the headers, as OpenAI's openai-processing-ms does on a
+    // stream: the request's parse and its queue, not the generation that follows.
+    if (spec.timing_headers)
+      c.headers.emplace_back("openai-processing-ms",
+                             std::to_string(static_cast<long long>(std::chrono::duration<double, std::milli>(Clock::now() - c.arrived).count())));
     if (!sink.begin(c.headers) || !sink.send(format.opening(spec.role_chunk))) return false;
+    sink.comment_every_ms = spec.comment_every_ms;
+    sink.next_comment = Clock::now() + from_ms(spec.comment_every_ms);
     // Visible reasoning streams before the answer, a token at a time at the decode speed, the
     // last one a token's time before the answer's first.
     const int reasoning = spec.reasoning_visible ? spec.reasoning_tokens : 0;
@@ -1018,7 +1046,8 @@ struct Server::Impl {
       }
       if (!release.put(sink, format.content(text), produced)) return false;
     }
-    if (!release.flush(sink) || !sink.send(format.closing(sent, c.include_usage))) return false;
+    if (!release.flush_at_end(sink, t.token_at(std::max(0, sent - 1))) || !sink.send(format.closing(sent, c.include_usage)))
+      return false;
     return sink.end();
   }
 

@@ -83,6 +83,9 @@ struct Transfer {
   std::optional<core::SteadyTime> first_header;
   std::optional<core::SteadyTime> socket_opened;  // the first socket libcurl opened for it
   std::optional<core::SteadyTime> request_out;    // the request headers were written to the socket
+  // Through a proxy's tunnel: the CONNECT written, and the proxy's answer to it.
+  std::optional<core::SteadyTime> tunnel_asked, tunnel_answered;
+  std::optional<core::SteadyTime> ended_at;   // when its transfer ended (done, failed or cut)
   std::size_t header_bytes = 0;
   bool body_to_sink = false;                  // decided once per response, at the first body byte
   bool decided = false;
@@ -153,10 +156,21 @@ curl_socket_t on_open_socket(void* user, curlsocktype, curl_sockaddr* addr) {
 }
 
 // libcurl reports the request headers after writing them (with a small body, in the same write).
-// Only that moment is kept; nothing libcurl passes here is looked at, logged or stored.
-int on_debug(CURL*, curl_infotype type, char*, size_t, void* user) {
+// Through a proxy's tunnel the first headers out are the CONNECT and the first in its answer
+// (CURLOPT_SUPPRESS_CONNECT_HEADERS keeps them from the header callback, not from here): those
+// moments time the tunnel, and the request leaves after it. Only the moments and the word CONNECT
+// are looked at; nothing libcurl passes here is logged or stored.
+int on_debug(CURL*, curl_infotype type, char* data, size_t size, void* user) {
   auto* t = static_cast<Transfer*>(user);
-  if (type == CURLINFO_HEADER_OUT && !t->request_out) t->request_out = core::SteadyClock::now();
+  constexpr std::string_view kConnect = "CONNECT ";
+  if (type == CURLINFO_HEADER_OUT && !t->request_out) {
+    if (!t->tunnel_asked && std::string_view(data, std::min(size, kConnect.size())) == kConnect)
+      t->tunnel_asked = core::SteadyClock::now();
+    else if (!t->tunnel_asked || t->tunnel_answered)
+      t->request_out = core::SteadyClock::now();
+  } else if (type == CURLINFO_HEADER_IN && t->tunnel_asked && !t->tunnel_answered && !t->request_out) {
+    t->tunnel_answered = core::SteadyClock::now();
+  }
   return 0;
 }
 
@@ -365,6 +379,9 @@ void setup(Transfer& t, SocketLedger& ledger) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   if (r.proxy) curl_easy_setopt(e, CURLOPT_PROXY, r.proxy->c_str());
+  // A proxy's answer to CONNECT is not the server's response: its status line would be taken for
+  // the first response byte. The debug callback still sees it and times the tunnel.
+  curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
   for (const auto& h : r.headers) t.header_list = curl_slist_append(t.header_list, h.c_str());
   // A large POST would otherwise wait for "100 Continue" and distort the phase timers.
   t.header_list = curl_slist_append(t.header_list, "Expect:");
@@ -433,6 +450,8 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
   r.start_lag = core::elapsed_us(t.added, r.started);
   if (t.first_header) r.first_byte_at = core::elapsed_us(r.started, *t.first_header);
   if (t.request_out && *t.request_out >= r.started) r.request_out_at = core::elapsed_us(r.started, *t.request_out);
+  if (t.tunnel_answered && *t.tunnel_answered >= r.started) r.tunnel_at = core::elapsed_us(r.started, *t.tunnel_answered);
+  r.tunnelled = t.tunnel_asked.has_value();
 
   if (t.tcp_fd != CURL_SOCKET_BAD && r.tcp_end) {
     const auto before = ledger.tcp_after.find(t.tcp_fd);
@@ -441,6 +460,7 @@ void finish(Transfer& t, CURLcode rc, SocketLedger& ledger) {
     ledger.tcp_after[t.tcp_fd] = *r.tcp_end;
   }
   t.finished = true;
+  t.ended_at = core::SteadyClock::now();
   bool tcp_connected = r.times.connect.has_value();
   if (rc != CURLE_OK) {
     for (curl_socket_t fd : t.sockets) {
@@ -546,8 +566,15 @@ std::optional<Micros> Response::connect_phase() const {
   return connection_reused ? std::nullopt : between(times.namelookup, times.connect);
 }
 
+std::optional<Micros> Response::tunnel_phase() const {
+  return connection_reused || !tunnelled ? std::nullopt : between(times.connect, tunnel_at);
+}
+
 std::optional<Micros> Response::tls_phase() const {
-  return connection_reused || !is_tls ? std::nullopt : between(times.connect, times.appconnect);
+  if (connection_reused || !is_tls) return std::nullopt;
+  // Through a tunnel libcurl's connect marks the proxy's TCP connect and appconnect the end of the
+  // handshake with the server: the proxy's answer lies between.
+  return between(tunnelled && tunnel_at ? tunnel_at : times.connect, times.appconnect);
 }
 
 std::optional<Micros> Response::server_wait() const {
@@ -745,6 +772,13 @@ std::vector<Response> Client::perform_all(std::vector<Request>& requests) {
   }
 
   impl_->ledger.closed_connected.clear();  // fd numbers are reused; only this call's closes matter
+  // Each transfer's company: the others of the call whose time in flight overlapped its own. A
+  // batch's streams all read the batch's size, a closed loop's requests the users beside them.
+  for (auto& t : transfers) {
+    if (!t->easy || !t->ended_at) continue;
+    for (const auto& o : transfers)
+      if (o != t && o->easy && o->ended_at && o->added < *t->ended_at && t->added < *o->ended_at) ++t->resp.in_flight;
+  }
   std::vector<Response> out;
   out.reserve(transfers.size());
   for (auto& t : transfers) out.push_back(std::move(t->resp));

@@ -97,6 +97,13 @@ struct Response {
   std::optional<Micros> first_byte_at;  // our stamp of the first response byte, from `started`
   std::optional<Micros> request_out_at; // our stamp of the request headers written, from `started`
   std::optional<Micros> start_lag;      // from handing the request to libcurl to its transfer start
+  // Through a proxy's tunnel (CONNECT): the proxy's answer, from `started`; set only when one was
+  // asked for on this transfer's own new connection.
+  bool tunnelled = false;
+  std::optional<Micros> tunnel_at;
+  // This transfer and the others of its perform_all call whose time in flight overlapped its own:
+  // a request sent alone reads 1, each of four parallel streams 4.
+  int in_flight = 1;
   std::int64_t bytes_sent = 0;      // request headers and body
   std::int64_t bytes_received = 0;  // response headers and body
   bool connection_reused = false;
@@ -121,6 +128,9 @@ struct Response {
   std::optional<Micros> dns_phase() const;
   std::optional<Micros> connect_phase() const;
   std::optional<Micros> tls_phase() const;
+  // From the TCP connect to the proxy to its answer to CONNECT: the proxy resolving the host,
+  // connecting to it and answering. Absent without a tunnel of this transfer's own.
+  std::optional<Micros> tunnel_phase() const;
   // From the request leaving to the first response byte: what the server (and the wire) took.
   // It counts from our own stamp of the request written; libcurl's pretransfer, the fallback,
   // counts from its transfer start, which on a shared connection lies after the time a transfer

@@ -1,5 +1,7 @@
 #include "net/probes.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/errqueue.h>
@@ -28,24 +30,32 @@ struct Addr {
   int family = AF_UNSPEC;
 };
 
+// `a` at another port.
+Addr with_port(Addr a, int port) {
+  const uint16_t p = htons(static_cast<uint16_t>(port));
+  if (a.family == AF_INET6)
+    reinterpret_cast<sockaddr_in6*>(&a.ss)->sin6_port = p;
+  else
+    reinterpret_cast<sockaddr_in*>(&a.ss)->sin_port = p;
+  return a;
+}
+
 bool make_addr(const std::string& ip, int port, Addr& out) {
   auto* a4 = reinterpret_cast<sockaddr_in*>(&out.ss);
   auto* a6 = reinterpret_cast<sockaddr_in6*>(&out.ss);
   if (inet_pton(AF_INET, ip.c_str(), &a4->sin_addr) == 1) {
     a4->sin_family = AF_INET;
-    a4->sin_port = htons(static_cast<uint16_t>(port));
     out.len = sizeof(sockaddr_in);
     out.family = AF_INET;
-    return true;
-  }
-  if (inet_pton(AF_INET6, ip.c_str(), &a6->sin6_addr) == 1) {
+  } else if (inet_pton(AF_INET6, ip.c_str(), &a6->sin6_addr) == 1) {
     a6->sin6_family = AF_INET6;
-    a6->sin6_port = htons(static_cast<uint16_t>(port));
     out.len = sizeof(sockaddr_in6);
     out.family = AF_INET6;
-    return true;
+  } else {
+    return false;
   }
-  return false;
+  out = with_port(out, port);
+  return true;
 }
 
 std::string addr_text(const sockaddr* sa) {
@@ -171,107 +181,124 @@ void limit_hops(int fd, bool v6, int ttl) {
   }
 }
 
-HopProbe udp_probe(const Addr& dst_base, int ttl, int port, std::chrono::milliseconds timeout, bool& reached,
-                   bool& stop, core::Status& fatal) {
+// One probe of the hop table as it ends: who answered and when, whether that was the destination,
+// and whether the table stops here (the path ends, or probing cannot go on: `fatal`).
+struct HopResult {
   HopProbe probe;
-  const bool v6 = dst_base.family == AF_INET6;
-  Fd fd(::socket(dst_base.family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.ok()) {
-    fatal = errno_error(errno, "UDP socket");
-    stop = true;
-    return probe;
-  }
-  limit_hops(fd.get(), v6, ttl);
-  Addr dst = dst_base;
-  if (v6)
-    reinterpret_cast<sockaddr_in6*>(&dst.ss)->sin6_port = htons(static_cast<uint16_t>(port));
-  else
-    reinterpret_cast<sockaddr_in*>(&dst.ss)->sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&dst.ss), dst.len) != 0) {
-    fatal = errno_error(errno, "UDP connect");
-    stop = true;
-    return probe;
+  bool reached = false;
+  bool stop = false;
+  core::Status fatal;
+};
+
+HopResult fatal_hop(core::Error e) {
+  HopResult r;
+  r.fatal = std::move(e);
+  r.stop = true;
+  return r;
+}
+
+// What a hop probe's protocol does on its own: how it sends the probe, and how the destination's
+// answer shows when no ICMP error came back. The rest, a socket that dies after `ttl` hops, the
+// wait and the ICMP errors of the hops, is the same for UDP and TCP (hop_probe).
+enum class Sent { Waiting, Answered, Ended };
+enum class Heard { Destination, Nothing, Wait };
+struct HopProtocol {
+  int type;      // SOCK_DGRAM, SOCK_STREAM
+  const char* name;
+  short events;  // what poll waits for besides POLLERR
+  // Sends the probe and stamps `t0` as it leaves; Answered when the destination answered at once,
+  // Ended when the probe ended there (`r` says how).
+  Sent (*send)(int fd, const Addr& dst, Clock::time_point& t0, HopResult& r);
+  // After the wait ended without an ICMP error (`revents` as poll gave them).
+  Heard (*heard)(int fd, short revents);
+};
+
+// UDP, as traceroute(8) sends: a datagram to a port nothing should listen on, answered by the
+// destination's ICMP port unreachable (or by a service that does listen there).
+Sent udp_send(int fd, const Addr& dst, Clock::time_point& t0, HopResult& r) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&dst.ss), dst.len) != 0) {
+    r = fatal_hop(errno_error(errno, "UDP connect"));
+    return Sent::Ended;
   }
   static const char kPayload[] = "infdoctor hop probe";
-  const auto t0 = Clock::now();
-  if (::send(fd.get(), kPayload, sizeof kPayload, 0) < 0) {
+  t0 = Clock::now();
+  if (::send(fd, kPayload, sizeof kPayload, 0) < 0) {
     const int err = errno;
-    if (err == EHOSTUNREACH || err == ENETUNREACH) {
-      probe.note = err == ENETUNREACH ? "!N" : "!H";
-      stop = true;
-      return probe;
+    if (err != EHOSTUNREACH && err != ENETUNREACH) {
+      r = fatal_hop(errno_error(err, "UDP send"));
+      return Sent::Ended;
     }
-    fatal = errno_error(err, "UDP send");
-    stop = true;
-    return probe;
+    r.probe.note = err == ENETUNREACH ? "!N" : "!H";
+    r.stop = true;
+    return Sent::Ended;
+  }
+  return Sent::Waiting;
+}
+
+Heard udp_heard(int fd, short revents) {
+  if (revents & POLLERR) return Heard::Wait;  // an error that is no ICMP answer: wait on
+  if (!(revents & POLLIN)) return Heard::Wait;
+  char buf[512];
+  (void)::recv(fd, buf, sizeof buf, MSG_DONTWAIT);  // a real UDP service answered: that is the destination
+  return Heard::Destination;
+}
+
+// TCP: a SYN to the API port, answered by the destination's SYN-ACK or RST.
+Sent tcp_send(int fd, const Addr& dst, Clock::time_point& t0, HopResult& r) {
+  t0 = Clock::now();
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&dst.ss), dst.len) == 0) return Sent::Answered;
+  if (errno != EINPROGRESS) {
+    r = fatal_hop(errno_error(errno, "TCP connect"));
+    return Sent::Ended;
+  }
+  return Sent::Waiting;
+}
+
+Heard tcp_heard(int fd, short) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  return err == 0 || err == ECONNREFUSED ? Heard::Destination : Heard::Nothing;  // SYN-ACK or RST
+}
+
+constexpr HopProtocol kUdpHops{SOCK_DGRAM, "UDP", POLLIN, udp_send, udp_heard};
+constexpr HopProtocol kTcpHops{SOCK_STREAM, "TCP", POLLOUT, tcp_send, tcp_heard};
+
+HopResult hop_probe(const HopProtocol& proto, const Addr& dst, int ttl, std::chrono::milliseconds timeout) {
+  HopResult r;
+  const bool v6 = dst.family == AF_INET6;
+  Fd fd(::socket(dst.family, proto.type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.ok()) return fatal_hop(errno_error(errno, std::string(proto.name) + " socket"));
+  limit_hops(fd.get(), v6, ttl);
+  Clock::time_point t0;
+  const auto destination = [&](Clock::time_point now) {
+    r.probe.address = addr_text(reinterpret_cast<const sockaddr*>(&dst.ss));
+    r.probe.rtt = core::elapsed_us(t0, now);
+    r.reached = true;
+    return r;
+  };
+  switch (proto.send(fd.get(), dst, t0, r)) {
+    case Sent::Ended: return r;
+    case Sent::Answered: return destination(Clock::now());
+    case Sent::Waiting: break;
   }
   const auto until = t0 + timeout;
   while (true) {
-    pollfd p{fd.get(), POLLIN | POLLERR, 0};
-    const int n = ::poll(&p, 1, remaining_ms(until));
-    if (n <= 0) return probe;  // no answer: "*"
+    pollfd p{fd.get(), static_cast<short>(proto.events | POLLERR), 0};
+    if (::poll(&p, 1, remaining_ms(until)) <= 0) return r;  // no answer: "*"
     const auto now = Clock::now();
-    if (p.revents & POLLERR) {
-      const QueuedError e = read_error_queue(fd.get());
-      if (!e.icmp) continue;
-      probe.address = e.offender;
-      probe.rtt = core::elapsed_us(t0, now);
-      classify(e, v6, probe, reached, stop);
-      return probe;
+    if (const QueuedError e = read_error_queue(fd.get()); e.icmp) {  // a hop, or the destination unreachable
+      r.probe.address = e.offender;
+      r.probe.rtt = core::elapsed_us(t0, now);
+      classify(e, v6, r.probe, r.reached, r.stop);
+      return r;
     }
-    if (p.revents & POLLIN) {  // a real UDP service answered: that is the destination
-      char buf[512];
-      (void)::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
-      probe.address = addr_text(reinterpret_cast<const sockaddr*>(&dst.ss));
-      probe.rtt = core::elapsed_us(t0, now);
-      reached = true;
-      return probe;
+    switch (proto.heard(fd.get(), p.revents)) {
+      case Heard::Destination: return destination(now);
+      case Heard::Nothing: return r;
+      case Heard::Wait: break;
     }
   }
-}
-
-HopProbe tcp_probe(const Addr& dst, int ttl, std::chrono::milliseconds timeout, bool& reached, bool& stop,
-                   core::Status& fatal) {
-  HopProbe probe;
-  const bool v6 = dst.family == AF_INET6;
-  Fd fd(::socket(dst.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.ok()) {
-    fatal = errno_error(errno, "TCP socket");
-    stop = true;
-    return probe;
-  }
-  limit_hops(fd.get(), v6, ttl);
-  const auto t0 = Clock::now();
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&dst.ss), dst.len) == 0) {
-    probe.address = addr_text(reinterpret_cast<const sockaddr*>(&dst.ss));
-    probe.rtt = core::elapsed_us(t0, Clock::now());
-    reached = true;
-    return probe;
-  }
-  if (errno != EINPROGRESS) {
-    fatal = errno_error(errno, "TCP connect");
-    stop = true;
-    return probe;
-  }
-  pollfd p{fd.get(), POLLOUT | POLLERR, 0};
-  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return probe;
-  const auto now = Clock::now();
-  const QueuedError e = read_error_queue(fd.get());
-  if (e.icmp) {
-    probe.address = e.offender;
-    probe.rtt = core::elapsed_us(t0, now);
-    classify(e, v6, probe, reached, stop);
-    return probe;
-  }
-  int err = 0;
-  socklen_t len = sizeof err;
-  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err == 0 || err == ECONNREFUSED) {  // SYN-ACK or RST: the destination answered
-    probe.address = addr_text(reinterpret_cast<const sockaddr*>(&dst.ss));
-    probe.rtt = core::elapsed_us(t0, now);
-    reached = true;
-  }
-  return probe;
 }
 
 }  // namespace
@@ -387,7 +414,9 @@ Trace trace_hops(const std::string& ip, const TraceOptions& opts) {
     out.status = core::make_error(ErrorCode::InvalidArgument, "not an IP address: " + ip);
     return out;
   }
+  const bool udp = opts.mode == TraceMode::Udp;
   int udp_port = opts.port;
+  int silent_in_row = 0;
   for (int ttl = 1; ttl <= opts.max_hops && !out.reached; ++ttl) {
     Hop hop;
     hop.ttl = ttl;
@@ -397,22 +426,28 @@ Trace trace_hops(const std::string& ip, const TraceOptions& opts) {
         stop = true;
         break;
       }
-      bool reached = false;
-      core::Status fatal;
-      HopProbe p = opts.mode == TraceMode::Udp
-                       ? udp_probe(dst, ttl, udp_port++, opts.probe_timeout, reached, stop, fatal)
-                       : tcp_probe(dst, ttl, opts.probe_timeout, reached, stop, fatal);
-      if (!fatal.ok()) {
-        if (out.hops.empty() && hop.probes.empty()) out.status = fatal;
+      // UDP probes go to a port one higher each time, as traceroute's do: each answer tells its probe.
+      HopResult r = udp ? hop_probe(kUdpHops, with_port(dst, udp_port++), ttl, opts.probe_timeout)
+                        : hop_probe(kTcpHops, dst, ttl, opts.probe_timeout);
+      stop = stop || r.stop;
+      if (!r.fatal.ok()) {
+        if (out.hops.empty() && hop.probes.empty()) out.status = r.fatal;
         stop = true;
         break;
       }
-      hop.reached = hop.reached || reached;
-      hop.probes.push_back(std::move(p));
+      hop.reached = hop.reached || r.reached;
+      hop.probes.push_back(std::move(r.probe));
     }
     out.reached = hop.reached;
+    const bool silent = !hop.probes.empty() && std::none_of(hop.probes.begin(), hop.probes.end(),
+                                                            [](const HopProbe& p) { return !p.address.empty(); });
+    silent_in_row = silent ? silent_in_row + 1 : 0;
     if (!hop.probes.empty()) out.hops.push_back(std::move(hop));
     if (stop) break;
+    if (opts.gap_limit > 0 && silent_in_row >= opts.gap_limit && !out.reached) {
+      out.gap_stopped = true;
+      break;
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include "api/chat.h"
 #include "core/strings.h"
+#include "results/ledger.h"
 #include "results/run_metrics.h"
 
 namespace infdoctor::report {
@@ -20,15 +21,22 @@ std::string describe_workload(const std::map<std::string, double>& m) {
              streams = get(rm::workload_concurrency_count);
   if (!prompt || !output || !streams) return {};
   std::string out;
-  core::appendf(out, "Priced on a reference request of %.0f prompt and %.0f output tokens at %.0f stream%s", *prompt, *output,
+  core::appendf(out, "Priced on %s of %.0f prompt and %.0f output tokens at %.0f stream%s",
+                get(rm::workload_from_body_count) ? "your own request (--body)" : "a reference request", *prompt, *output,
                 *streams, *streams == 1 ? "" : "s");
   std::string terms;
+  // A connection's setup is a term when the requests open connections (a server or proxy that
+  // does not keep them); otherwise it rounds to nothing and is not printed.
+  if (auto v = get(rm::workload_setup_ms); v && *v >= 0.5) core::appendf(terms, "connection setup %.0f ms", *v);
   for (const auto& [name, label] : {std::pair{rm::workload_network_ms, "network"}, {rm::workload_overhead_ms, "overhead"},
                                     {rm::workload_prefill_ms, "prefill"}, {rm::workload_decode_ms, "decode"}})
     if (auto v = get(name)) core::appendf(terms, "%s%s %.0f ms", terms.empty() ? "" : " + ", label, *v);
   if (auto total = get(rm::workload_total_ms)) core::appendf(out, ": %s = %.0f ms alone", terms.c_str(), *total);
   if (auto queue = get(rm::workload_queue_ms)) core::appendf(out, ", and %.0f ms waiting for a slot", *queue);
   out += " (--workload changes it).";
+  if (auto explained = get(rm::explained_ratio); explained && get(rm::books_requests_count))
+    core::appendf(out, " The measured terms explain %.0f %% of the time the run's %s took.", *explained * 100,
+                  core::count_of(*get(rm::books_requests_count), "priced request").c_str());
   return out;
 }
 
@@ -58,10 +66,38 @@ std::string describe_requests(const results::RunResult& r) {
   const std::string answered = by_count.size() == 1 ? "over HTTP/" + by_count.front().second : core::join(parts, " and ");
   const bool without = std::any_of(r.checks.begin(), r.checks.end(),
                                    [](const checks::CheckResult& c) { return c.id == "serialization" && !c.requests.empty(); });
-  return (total == 1 ? std::string("The model request went") : core::count_of(total, "model request") + " went") +
-         " out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) + ", as the OpenAI and Anthropic SDKs send it" +
-         (without ? " (the serialization check also streamed without it)" : "") + ", and " + (total == 1 ? "was" : "were") +
-         " answered " + answered + ".\n";
+  std::string out = (total == 1 ? std::string("The model request went") : core::count_of(total, "model request") + " went") +
+                    " out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) +
+                    ", as the OpenAI and Anthropic SDKs send it" +
+                    (without ? " (the serialization check also streamed without it)" : "") + ", and " +
+                    (total == 1 ? "was" : "were") + " answered " + answered + ".\n";
+  // Where the run's numbers rest on something a server may not send: the route, and the tokens.
+  std::string proxy;
+  int via = 0, tunnels = 0, calibrated = 0, unknown = 0;
+  for (const auto& e : results::ledger(r)) {
+    const api::RequestSample& s = e.s();
+    if (!s.proxy.empty()) {
+      ++via;
+      proxy = s.proxy;
+    }
+    tunnels += s.tunnel_ms.has_value();
+    calibrated += s.ok && s.output_tokens_source == api::kTokensCalibrated;
+    unknown += s.ok && s.content_events > 0 && !s.output_tokens;
+  }
+  if (via > 0)
+    out += core::count_of(via, "model request") + " went through the proxy " + proxy + ", " +
+           (tunnels > 0 ? core::count_of(tunnels, "new tunnel") + " opened (CONNECT)" : std::string("none opening a tunnel")) +
+           "; the path and transport checks measured the route to it.\n";
+  if (calibrated > 0) {
+    const auto it = r.run_metrics.find(rm::bytes_per_token_ratio);
+    out += "The streams of " + core::count_of(calibrated, "model request") +
+           " carried no usage: their output tokens were counted from their text, at the bytes per token of a whole answer of the same model that carried usage" +
+           (it != r.run_metrics.end() ? core::fmt(" (%.1f for the target model)", it->second) : std::string()) + ".\n";
+  }
+  if (unknown > 0)
+    out += core::count_of(unknown, "model request") +
+           " carried no usage and could not be calibrated: their output tokens are not counted, and no time per token is read from them.\n";
+  return out;
 }
 
 std::string describe_engine(const nlohmann::json& engine, const std::map<std::string, double>& m) {

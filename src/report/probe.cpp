@@ -43,6 +43,7 @@ nlohmann::json probe_json(const api::RequestSample& s) {
       {"remote_ip", core::text_or_null(s.remote_ip)},
       {"dns_ms", opt(s.dns_ms)},
       {"connect_ms", opt(s.connect_ms)},
+      {"tunnel_ms", opt(s.tunnel_ms)},
       {"tls_ms", opt(s.tls_ms)},
       {"ttfb_ms", opt(s.ttfb_ms)},
       {"ttft_ms", opt(s.ttft_ms)},
@@ -64,18 +65,20 @@ std::string render_probe(const api::RequestSample& s, const std::string& url) {
   core::appendf(out, "model %s  HTTP/%s %ld  %s  request id %s\n\n", s.model.c_str(),
               s.http_version.empty() ? "?" : s.http_version.c_str(), s.http_status,
               s.remote_ip.empty() ? "-" : s.remote_ip.c_str(), s.request_id.empty() ? "-" : s.request_id.c_str());
-  // Each column is the time spent in that phase; the row below gives the running total.
-  const std::optional<double> connect_end = s.dns_ms && s.connect_ms ? std::optional(*s.dns_ms + *s.connect_ms)
-                                                                      : std::nullopt;
+  // Each column is the time spent in that phase; the row below gives the running total. Through a
+  // proxy's tunnel the connect column holds the connect to the proxy and its answer to CONNECT.
+  const std::optional<double> connect = s.connect_ms ? std::optional(*s.connect_ms + s.tunnel_ms.value_or(0)) : std::nullopt;
+  const std::optional<double> connect_end = s.dns_ms && connect ? std::optional(*s.dns_ms + *connect) : std::nullopt;
   const std::optional<double> tls_end = connect_end && s.tls_ms ? std::optional(*connect_end + *s.tls_ms)
                                                                  : std::nullopt;
   const std::optional<double> cols[6] = {s.dns_ms,
-                                         s.connect_ms,
+                                         connect,
                                          s.tls_ms,
                                          s.server_wait_ms,
                                          minus(s.ttft_ms, s.ttfb_ms),
                                          minus(s.total_ms, s.ttft_ms)};
-  const char* names[6] = {"DNS lookup", "TCP connect", "TLS handshake", "Server wait", "First token", "Generation"};
+  const char* names[6] = {"DNS lookup", s.tunnel_ms ? "Proxy tunnel" : "TCP connect", "TLS handshake", "Server wait",
+                          "First token", "Generation"};
   const std::optional<double> cum[6] = {s.dns_ms, connect_end, tls_end, s.ttfb_ms, s.ttft_ms, s.total_ms};
   const char* cum_names[6] = {"dns", "connect", "tls", "ttfb", "ttft", "total"};
   // Cells are 14 wide and three apart, so the header, the bar and the running totals line up.
@@ -87,13 +90,34 @@ std::string render_probe(const api::RequestSample& s, const std::string& url) {
   for (int i = 0; i < 6; ++i) core::appendf(out, "  %14s ", (std::string(cum_names[i]) + " " + fmt_ms(cum[i])).c_str());
   core::appendf(out, "\n  (phase times above the line; running totals from the request's start below it)\n\n");
   if (s.connection_reused) core::appendf(out, "connection   reused: DNS, connect and TLS not measured\n");
+  if (!s.proxy.empty()) {
+    core::appendf(out, "proxy        %s", s.proxy.c_str());
+    if (s.tunnel_ms && s.connect_ms)
+      core::appendf(out, ": connect to it %.1f ms, its tunnel (CONNECT) %.1f ms", *s.connect_ms, *s.tunnel_ms);
+    out += "\n";
+  }
   const auto itl = stats::summarize(s.itl_ms);
+  const std::string source = s.output_tokens_source == api::kTokensFromUsage    ? " (server usage)"
+                             : s.output_tokens_source == api::kTokensCalibrated ? " (calibrated from the text)"
+                                                                                 : " (no usage in the stream: " +
+                                                                                       std::to_string(s.content_events) +
+                                                                                       " content events, tokens not counted)";
   core::appendf(out, "tokens       %s output%s, %s prompt; %s events per token; finish %s\n",
-              s.output_tokens ? std::to_string(*s.output_tokens).c_str() : "?",
-              s.tokens_from_usage ? " (server usage)" : " (no usage: counted events)",
+              s.output_tokens ? std::to_string(*s.output_tokens).c_str() : "?", source.c_str(),
               s.prompt_tokens ? std::to_string(*s.prompt_tokens).c_str() : "?",
               s.events_per_token ? (std::to_string(*s.events_per_token).substr(0, 4)).c_str() : "-",
               s.finish_reason.empty() ? "-" : s.finish_reason.c_str());
+  // A reasoning model's thinking on a line of its own: how many tokens, whether they came, and
+  // when the answer's first token did.
+  if (s.reasoning_tokens && *s.reasoning_tokens > 0) {
+    std::string line = std::to_string(*s.reasoning_tokens) + " tokens" +
+                       (s.hidden_reasoning_tokens > 0 ? " (hidden: counted in usage, not streamed)" : " (streamed)");
+    if (s.first_answer_ms)
+      line += "; first answer token at " + fmt_ms(s.first_answer_ms) +
+              (s.first_reasoning_ms ? ", " + fmt_ms(*s.first_answer_ms - *s.first_reasoning_ms) + " after the first reasoning token"
+                                    : "");
+    core::appendf(out, "reasoning    %s\n", line.c_str());
+  }
   core::appendf(out, "inter-token  p50 %s  p90 %s  p99 %s  (%zu gaps)\n", fmt_ms(itl.p50).c_str(), fmt_ms(itl.p90).c_str(),
               fmt_ms(itl.p99).c_str(), s.itl_ms.size());
   if (s.output_tokens_per_s)

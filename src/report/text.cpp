@@ -45,7 +45,7 @@ std::string check_headline(const checks::CheckResult& c) {
   const checks::CheckInfo* info = checks::find_info(c.id);
   if (!info) return std::to_string(c.metrics.size()) + " metrics";
   for (const auto& h : info->headlines) {
-    if (h.when && !c.metrics.count(h.when)) continue;
+    if (h.when && !c.metric(*h.when)) continue;
     return core::fill_placeholders(h.text, [&](const std::string& placeholder) {
       // "{name}", "{name%}" (a ratio as a percentage) or "{name|noun}" (a count with its noun).
       const auto bar = placeholder.find('|');

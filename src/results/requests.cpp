@@ -1,10 +1,12 @@
 #include "results/requests.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "checks/sweep.h"
 #include "core/clock.h"
 #include "http/client.h"
+#include "results/ledger.h"
 
 namespace infdoctor::results {
 namespace {
@@ -29,19 +31,20 @@ stats::SeriesReading read_series(const std::vector<checks::CheckResult>& checks,
   if (auto v = checks::metric_of(checks, checks::sweep_metric::decode_context_ms_per_1k_tokens))
     per_context_token_ms = std::max(0.0, *v) / 1000.0;
   std::vector<stats::SeriesPoint> points;
-  for (const auto& c : checks) {
-    for (const auto& [s, label] : c.requests) {
-      if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
-      // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
-      // decode: its time per token is left out, as the buffering rules read it.
-      if (!api::arrived_as_generated(s)) continue;
-      if (label.is_object() && label.value("streams", 1) > 1) continue;
-      const auto at = core::parse_rfc3339_utc(s.started_at);
-      if (!at) continue;
-      double tpot = *s.tpot_ms;
-      if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
-      points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s), stats::speed_turn(s.itl_ms, {api::kStallMinMs, api::kStallOverMedian})});
-    }
+  for (const auto& e : ledger(checks)) {
+    const api::RequestSample& s = e.s();
+    if (!s.ok || !s.tpot_ms || !s.output_tokens || *s.output_tokens < 8) continue;
+    // A stream that arrived in clumps (an intermediary holding it) times the clumps, not the
+    // decode: its time per token is left out, as the buffering rules read it.
+    if (!api::arrived_as_generated(s)) continue;
+    // Requests sent while others were in flight decode in a batch with them: their pace is the
+    // concurrency's (the concurrency and load checks read it), not the clock's.
+    if (!e.alone()) continue;
+    const auto at = core::parse_rfc3339_utc(s.started_at);
+    if (!at) continue;
+    double tpot = *s.tpot_ms;
+    if (s.model == target && s.prompt_tokens) tpot -= per_context_token_ms * static_cast<double>(*s.prompt_tokens);
+    points.push_back({*at, s.model, std::max(0.0, tpot), s.request_id, replica_of(s), stats::speed_turn(s.itl_ms, {api::kStallMinMs, api::kStallOverMedian})});
   }
   return stats::read_series(std::move(points));
 }
@@ -51,8 +54,20 @@ CauseSignal signal_of(const std::string& cause) {
   const auto field = [](std::optional<double> S::*m) { return [m](const S& s) { return s.*m; }; };
   // The errors family has no cause of its own: its requests are the failed ones.
   const std::string_view signal = cause == "errors" ? "failed" : rules::cause_signal(cause);
-  if (signal == "ttft") return {"time to first token", field(&S::ttft_ms)};
+  // A first token shows the cause net of what others made it wait: the queue the server reported
+  // for it (Server-Timing's queue, TGI's x-queue-time), and, but for queueing itself, requests
+  // sent beside others are not the ones to show (their wait is the concurrency's).
+  if (signal == "ttft")
+    return {"time to first token, net of the server's queue",
+            [queueing = cause == "queueing"](const S& s) -> std::optional<double> {
+              if (!s.ttft_ms || (!queueing && s.in_flight > 1)) return std::nullopt;
+              double queue = 0;
+              if (auto it = s.server_timing_ms.find("queue"); it != s.server_timing_ms.end()) queue = it->second;
+              else if (auto h = s.headers.find("x-queue-time"); h != s.headers.end()) queue = std::atof(h->second.c_str());
+              return queueing ? *s.ttft_ms : *s.ttft_ms - queue;
+            }};
   if (signal == "tpot") return {"time per output token", field(&S::tpot_ms)};
+  if (signal == "total") return {"end-to-end time", field(&S::total_ms)};
   if (signal == "connect") return {"connect time", field(&S::connect_ms)};
   if (signal == "dns") return {"DNS time", field(&S::dns_ms)};
   if (signal == "tls") return {"TLS time", field(&S::tls_ms)};

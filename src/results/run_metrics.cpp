@@ -7,6 +7,7 @@
 
 #include "checks/registry.h"
 #include "core/strings.h"
+#include "results/ledger.h"
 #include "results/requests.h"
 #include "stats/fit.h"
 
@@ -19,18 +20,16 @@ namespace {
 // left out: they are what the tail is held against (coldstart.first_request_beyond_tail).
 std::map<std::string, double> ttft_tail_metrics(const std::vector<checks::CheckResult>& checks) {
   std::map<std::string, std::vector<double>> shapes;
-  bool first = true;
-  for (const auto& c : checks)
-    for (const auto& [s, label] : c.requests) {
-      const bool run_first = std::exchange(first, false);
-      if (run_first || !s.ok) continue;
-      if (label.is_object() && (label.value("streams", 1) > 1 || label.contains("gap_s") || label.value("phase", "") == "first"))
-        continue;
-      const auto t = checks::server_ttft_ms(s);
-      if (!t || !s.prompt_tokens) continue;
-      shapes[c.id + "|" + s.model + "|" + std::to_string(*s.prompt_tokens) + "|" + std::to_string(s.bytes_sent / 256)]
-          .push_back(*t);
-    }
+  for (const auto& e : ledger(checks)) {
+    const api::RequestSample& s = e.s();
+    if (e.first() || !e.alone() || !s.ok) continue;
+    const nlohmann::json& label = *e.label;
+    if (label.is_object() && (label.contains("gap_s") || label.value("phase", "") == "first")) continue;
+    const auto t = checks::server_ttft_ms(s);
+    if (!t || !s.prompt_tokens) continue;
+    shapes[e.sender + "|" + s.model + "|" + std::to_string(*s.prompt_tokens) + "|" + std::to_string(s.bytes_sent / 256)]
+        .push_back(*t);
+  }
   std::vector<double> ratios;
   for (const auto& [_, ttfts] : shapes) {
     if (ttfts.size() < 3) continue;
@@ -49,15 +48,15 @@ std::map<std::string, double> ttft_tail_metrics(const std::vector<checks::CheckR
 // concurrency grows shows more of it in the parallel share.
 std::map<std::string, double> overload_metrics(const std::vector<checks::CheckResult>& checks) {
   int all = 0, shed = 0, parallel = 0, parallel_shed = 0;
-  for (const auto& c : checks)
-    for (const auto& [s, label] : c.requests) {
-      if (!s.ok && !api::is_failure(s)) continue;  // a stated limit or the run's own deadline
-      const bool many = label.is_object() && label.value("streams", 1) > 1;
-      ++all;
-      parallel += many;
-      shed += s.overloaded;
-      parallel_shed += many && s.overloaded;
-    }
+  for (const auto& e : ledger(checks)) {
+    const api::RequestSample& s = e.s();
+    if (!s.ok && !api::is_failure(s)) continue;  // a stated limit or the run's own deadline
+    const bool many = !e.alone();
+    ++all;
+    parallel += many;
+    shed += s.overloaded;
+    parallel_shed += many && s.overloaded;
+  }
   std::map<std::string, double> m;
   if (all > 0) m[run_metric::overloaded_share_ratio] = static_cast<double>(shed) / all;
   if (parallel > 0) m[run_metric::overloaded_parallel_share_ratio] = static_cast<double>(parallel_shed) / parallel;
@@ -182,6 +181,65 @@ std::map<std::string, double> series_metrics(const stats::SeriesReading& series)
   return m;
 }
 
+// Where the run's token counts came from, and what the target's streams say of tokens: the
+// bytes of text per token where usage gave both, the events per token where the count is known.
+std::map<std::string, double> token_metrics(const std::vector<checks::CheckResult>& checks, const std::string& target) {
+  double calibrated = 0, unknown = 0;
+  std::vector<double> bytes, events;
+  for (const auto& e : ledger(checks)) {
+    const api::RequestSample& s = e.s();
+    if (!s.ok || s.content_events == 0) continue;
+    if (s.output_tokens_source == api::kTokensCalibrated) ++calibrated;
+    if (!s.output_tokens) ++unknown;
+    if (s.model != target) continue;
+    if (auto b = api::bytes_per_token(s)) bytes.push_back(*b);
+    if (s.events_per_token) events.push_back(*s.events_per_token);
+  }
+  std::map<std::string, double> m;
+  m[run_metric::tokens_calibrated_count] = calibrated;
+  m[run_metric::tokens_unknown_count] = unknown;
+  if (auto v = stats::median(bytes)) m[run_metric::bytes_per_token_ratio] = *v;
+  if (auto v = stats::median(events)) m[run_metric::events_per_token_ratio] = *v;
+  return m;
+}
+
+// The route the requests took: how many went through a proxy, and what its tunnels cost.
+std::map<std::string, double> route_metrics(const std::vector<checks::CheckResult>& checks) {
+  double via = 0;
+  std::vector<double> tunnels;
+  for (const auto& e : ledger(checks)) {
+    via += !e.s().proxy.empty();
+    if (e.s().tunnel_ms) tunnels.push_back(*e.s().tunnel_ms);
+  }
+  std::map<std::string, double> m;
+  m[run_metric::via_proxy_count] = via;
+  if (auto v = stats::median(tunnels)) m[run_metric::tunnel_p50_ms] = *v;
+  return m;
+}
+
+// The run's first request against its own evidence, so that a slow first token is not taken for
+// the server's start-up unless the server says so: what the server reported spending on it over
+// what it reported for the same shape afterwards, and the segments its connection lost before the
+// first response byte (each costs a retransmission timeout, 1 s for a SYN, RFC 6298).
+std::map<std::string, double> first_request_metrics(const std::vector<checks::CheckResult>& checks) {
+  std::map<std::string, double> m;
+  const auto book = ledger(checks);
+  if (book.empty() || !book.front().first()) return m;
+  const api::RequestSample& first = book.front().s();
+  if (first.tcp_loss_before_first_byte) m[run_metric::first_request_loss_count] = static_cast<double>(*first.tcp_loss_before_first_byte);
+  if (!first.ok || !first.server_processing_ms) return m;
+  std::vector<double> others;
+  for (const auto& e : book) {
+    const api::RequestSample& s = e.s();
+    if (e.first() || !e.alone() || !s.ok || !s.server_processing_ms || e.sender != book.front().sender || s.model != first.model ||
+        s.prompt_tokens != first.prompt_tokens || s.bytes_sent / 256 != first.bytes_sent / 256)
+      continue;
+    others.push_back(*s.server_processing_ms);
+  }
+  if (auto v = stats::median(others)) m[run_metric::first_request_server_excess_ms] = *first.server_processing_ms - *v;
+  return m;
+}
+
 }  // namespace
 
 const std::vector<checks::MetricInfo>& run_metrics() {
@@ -266,13 +324,52 @@ const std::vector<checks::MetricInfo>& run_metrics() {
       {run_metric::workload_output_tokens_count, "count", "the reference request's output tokens (--workload output=, default 128)"},
       {run_metric::workload_concurrency_count, "count", "the reference request's streams at once (--workload concurrency=, default the concurrency check's highest level)"},
       {run_metric::workload_body_bytes, "bytes", "the reference request's body, as the run sends a prompt of that length"},
+      {run_metric::workload_from_body_count, "count",
+       "1 when the reference request is the user's own (--body, without --workload sizing another): its prompt, output and bytes"},
       {run_metric::workload_network_ms, "ms", "the reference request's network time: one round trip of the path"},
+      {run_metric::path_rtt_ms, "ms",
+       "the round trip the requests cross to the endpoint: the path check's TCP round trip, or through a proxy, a request and its answer over an open tunnel (the transport check's reused first byte), since the path check then reaches only the proxy"},
       {run_metric::workload_overhead_ms, "ms", "the reference request's fixed cost before its first token: the prefill fit's intercept less the round trip"},
       {run_metric::workload_prefill_ms, "ms", "the reference request's prefill: the fitted cost per prompt token times its prompt tokens"},
       {run_metric::workload_tpot_ms_per_token, "ms", "the reference request's time per output token at its context: the baseline's, plus the sweep's growth with context"},
       {run_metric::workload_decode_ms, "ms", "the reference request's decode: that time per token times its output tokens after the first"},
+      {run_metric::workload_ttft_ms, "ms", "the reference request's first token: its connection setup, then the first token at its prompt"},
       {run_metric::workload_queue_ms, "ms", "the reference request's mean wait for a slot at the concurrency check's level nearest its streams"},
-      {run_metric::workload_total_ms, "ms", "the reference request's end-to-end time alone: its first token, then decode (the queue comes on top)"},
+      {run_metric::workload_total_ms, "ms", "the reference request's end-to-end time alone: its connection setup, its first token, then decode (the queue comes on top)"},
+      {run_metric::workload_new_connection_ratio, "ratio",
+       "of the run's requests sent one at a time, back to back (the run's first aside), the share that opened a new connection: how often the reference request pays its connection's setup"},
+      {run_metric::workload_connect_ms, "ms", "median TCP connect of the run's new connections (to the proxy, through one)"},
+      {run_metric::workload_tunnel_ms, "ms", "median time the proxy took to open a tunnel (CONNECT) on the run's new connections"},
+      {run_metric::workload_tls_ms, "ms", "median TLS handshake of the run's new connections"},
+      {run_metric::workload_setup_ms, "ms",
+       "the reference request's connection setup: connect, tunnel and TLS times the share of requests that opened a connection"},
+      {run_metric::tunnel_p50_ms, "ms", "median tunnel setup through the proxy, over the run's model requests that opened one"},
+      {run_metric::via_proxy_count, "count", "model requests that went through a proxy"},
+      {run_metric::tokens_calibrated_count, "count",
+       "model requests whose stream carried no usage and whose output tokens were counted from their text, at the bytes per token of the same model's answer that carried usage"},
+      {run_metric::tokens_unknown_count, "count",
+       "streamed model requests with content whose output tokens could not be counted (no usage, no calibration): no time per token is read from them"},
+      {run_metric::bytes_per_token_ratio, "ratio", "the target model's bytes of answer text per output token, where usage gave both"},
+      {run_metric::events_per_token_ratio, "ratio", "the target model's streamed content events per output token (median)"},
+      {run_metric::explained_ratio, "ratio",
+       "of the time the run's priced requests took (connection setup, first token, generation), the share the measured terms explain"},
+      {run_metric::books_requests_count, "count", "the run's requests the books were closed over"},
+      {run_metric::unexplained_setup_ms, "ms",
+       "median time a new connection's setup took beyond what the path's round trip, the proxy's tunnel and the TLS handshake measured apart explain, set when the run's own spread cannot account for it"},
+      {run_metric::unexplained_setup_count, "count", "new connections whose setup took that long beyond the terms"},
+      {run_metric::unexplained_setup_of_count, "count", "new connections the setup's books were closed over"},
+      {run_metric::unexplained_first_token_ms, "ms",
+       "median time from the request written to its first token beyond what the overhead, prefill, body, queue, cold start and holds explain, set when the run's own spread cannot account for it"},
+      {run_metric::unexplained_first_token_count, "count", "requests whose first token came that much later than the terms"},
+      {run_metric::unexplained_first_token_of_count, "count", "requests the first token's books were closed over"},
+      {run_metric::unexplained_generation_ms_per_token, "ms",
+       "median time per output token beyond the decode the baseline and the sweep measured (at the request's context), set when the run's own spread cannot account for it"},
+      {run_metric::unexplained_generation_count, "count", "streams whose generation took that much longer than the terms"},
+      {run_metric::unexplained_generation_of_count, "count", "streams the generation's books were closed over"},
+      {run_metric::first_request_server_excess_ms, "ms",
+       "the run's first request's own processing time as the server reported it (openai-processing-ms, Server-Timing), over the median of the others that reported one"},
+      {run_metric::first_request_loss_count, "count",
+       "segments the run's first request's connection lost or received out of order before its first response byte (TCP_INFO)"},
       {run_metric::workload_tokens_per_min_count, "count",
        "tokens a minute the reference request needs at its streams, back to back: streams x (prompt + output tokens) x 60,000 / its total ms"},
   };
@@ -282,7 +379,8 @@ const std::vector<checks::MetricInfo>& run_metrics() {
 std::map<std::string, double> request_metrics(const std::vector<checks::CheckResult>& checks, const std::string& target) {
   std::map<std::string, double> m;
   for (const auto& part : {overload_metrics(checks), series_metrics(read_series(checks, target)), gateway_metrics(checks),
-                           loss_metrics(checks), ttft_tail_metrics(checks)})
+                           loss_metrics(checks), ttft_tail_metrics(checks), token_metrics(checks, target),
+                           route_metrics(checks), first_request_metrics(checks)})
     m.insert(part.begin(), part.end());
   return m;
 }

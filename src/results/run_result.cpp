@@ -15,6 +15,8 @@ nlohmann::json to_json(const RunResult& r) {
   for (const auto& c : r.checks) checks[c.id] = checks::to_json(c);
   nlohmann::json run_metrics = nlohmann::json::object();
   for (const auto& [k, v] : r.run_metrics) run_metrics[k.substr(4)] = v;  // without "run."
+  nlohmann::json run_requests = nlohmann::json::array();
+  for (const auto& s : r.run_requests) run_requests.push_back(checks::to_json(s));
   nlohmann::json history = nlohmann::json::object();
   for (const auto& [k, v] : r.history_metrics) history[k.substr(8)] = v;  // without "history."
   nlohmann::json adaptations = nlohmann::json::array();
@@ -24,7 +26,7 @@ nlohmann::json to_json(const RunResult& r) {
           {"infdoctor_version", core::kVersion},
           {"exit_code", exit_code(r)},
           {"models", {{"target", core::text_or_null(r.models.target)}, {"small", core::text_or_null(r.models.small)}}},
-          {"run", {{"metrics", run_metrics}}},
+          {"run", {{"metrics", run_metrics}, {"requests", run_requests}}},
           {"diagnosis", rules::to_json(r.diagnosis)},
           {"target",
            {{"base_url", r.target.base_url},
@@ -104,9 +106,13 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
       if (auto t = m->find("target"); t != m->end() && t->is_string()) r.models.target = t->get<std::string>();
       if (auto s = m->find("small"); s != m->end() && s->is_string()) r.models.small = s->get<std::string>();
     }
-    if (j.contains("run"))
+    if (j.contains("run")) {
       for (const auto& [k, v] : j.at("run").at("metrics").items())
         if (v.is_number()) r.run_metrics["run." + k] = v.get<double>();
+      for (const auto& smp : j.at("run").value("requests", nlohmann::json::array()))
+        if (auto typed = api::sample_from_json(smp); typed.ok())
+          r.run_requests.push_back({std::move(typed.value()), smp.value("label", nlohmann::json())});
+    }
     if (auto p = j.find("preset"); p != j.end() && p->is_object()) r.preset = *p;
     if (auto e = j.find("engine"); e != j.end() && e->is_object()) r.engine = *e;
     if (auto a = j.find("adaptations"); a != j.end() && a->is_array())

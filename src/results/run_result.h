@@ -27,6 +27,9 @@ struct RunResult {
   std::string finished_at;
   std::vector<checks::CheckResult> checks;
   std::map<std::string, double> run_metrics;  // run.requests_count, run.rate_limited_count, ...
+  // Model requests the run sent on its own account, not a check's (a model's token calibration):
+  // in the ledger with the checks' requests (results/ledger.h).
+  std::vector<checks::LabelledSample> run_requests;
   std::map<std::string, double> history_metrics;  // history.* against the endpoint's past (--history)
   std::vector<rules::Finding> diagnosis;
   // Set when SIGINT or SIGTERM cut the run short ("SIGINT"): the results are partial.

@@ -274,6 +274,9 @@ constexpr CauseRow kCauses[] = {
     {"slow_replica", "", "tpot"},            {"network_loss", "", "network_stall"},
     {"overloaded", "", "shed"},
     {"buffering", "overhead", "arrivals"},  // a held first token waits for its clump
+    // Time the run's requests spent that no measured term explains (run/books.h): on top of the
+    // reference request, whose terms are measured ones.
+    {"unexplained", "", "total"},
 };
 
 const CauseRow* cause_row(std::string_view cause) {
@@ -423,12 +426,15 @@ std::string format_metric(const std::string& name, double v) {
 }
 
 std::string render_template(const std::string& text, const std::map<std::string, double>& metrics) {
-  return core::fill_placeholders(text, [&](const std::string& placeholder) {
+  // A sentence that names a value the run did not measure is left out whole: no sentence says
+  // "n/a" in its middle. The marker cannot occur in a template's own text.
+  constexpr char kUnmeasured = '\x01';
+  const std::string filled = core::fill_placeholders(text, [&](const std::string& placeholder) {
     const auto bar = placeholder.find('|');
     const std::string name = placeholder.substr(0, bar);
     const std::string form = bar == std::string::npos ? "" : placeholder.substr(bar + 1);
     auto it = metrics.find(name);
-    if (it == metrics.end()) return std::string("n/a");
+    if (it == metrics.end()) return std::string(1, kUnmeasured);
     const double v = it->second;
     char buf[64];
     if (form == "%") {
@@ -442,6 +448,18 @@ std::string render_template(const std::string& text, const std::map<std::string,
     if (!form.empty()) return core::count_of(v, form);
     return format_metric(name, v);
   });
+  if (filled.find(kUnmeasured) == std::string::npos) return filled;
+  std::string out;
+  for (std::size_t start = 0; start < filled.size();) {
+    // A sentence runs to ". " (or the end), its stop and space included.
+    std::size_t end = filled.find(". ", start);
+    end = end == std::string::npos ? filled.size() : end + 2;
+    const std::string sentence = filled.substr(start, end - start);
+    if (sentence.find(kUnmeasured) == std::string::npos) out += sentence;
+    start = end;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 void sort_findings(std::vector<Finding>& findings) {
@@ -500,8 +518,10 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
       if (auto it = metrics.find(m); it != metrics.end()) f.evidence[m] = it->second;
     for (const auto& v : r.when.variables())
       if (auto it = metrics.find(v); it != metrics.end()) f.evidence[v] = it->second;
-    for (const auto& q : r.ask_provider) f.ask_provider.push_back(render_template(q, metrics));
-    for (const auto& a : r.actions) f.actions.push_back(render_template(a, metrics));
+    for (const auto& q : r.ask_provider)
+      if (auto text = render_template(q, metrics); !text.empty()) f.ask_provider.push_back(std::move(text));
+    for (const auto& a : r.actions)
+      if (auto text = render_template(a, metrics); !text.empty()) f.actions.push_back(std::move(text));
     out.push_back(std::move(f));
   }
   // One finding per cause: of the most severe rules that fired for it, the one that attributes

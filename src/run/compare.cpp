@@ -95,6 +95,9 @@ Comparison compare_runs(const results::RunResult& ra, const results::RunResult& 
     LayerDiff l;
     l.layer = m.tags.layer;
     l.metric = m.name;
+    l.unit = m.name.find("_per_token") != std::string::npos ? m.unit + " a token"
+             : m.name.find("_per_mb") != std::string::npos  ? m.unit + " a MB"
+                                                              : m.unit;
     l.scope = m.tags.per ? m.tags.per : "";
     l.a = get(ma, m.name);
     l.b = get(mb, m.name);
@@ -137,6 +140,27 @@ Comparison compare_runs(const results::RunResult& ra, const results::RunResult& 
   }
   if (c.total_a && c.total_b && differ(*c.total_a, *c.total_b))
     c.slower = *c.total_b > *c.total_a ? name_b : name_a;
+  // The reference request's terms, each priced on its own side: they add up to each side's total
+  // (the queue comes on top), so their differences add up to the gap.
+  if (ref.what.rfind("the reference request", 0) == 0) {
+    for (const auto& [name, label] : {std::pair{rm::workload_setup_ms, "connection setup"}, {rm::workload_network_ms, "network"},
+                                      {rm::workload_overhead_ms, "overhead"}, {rm::workload_prefill_ms, "prefill"},
+                                      {rm::workload_decode_ms, "decode"}}) {
+      TermDiff t{label, get(ma, name), get(mb, name)};
+      if (t.a || t.b) c.terms.push_back(t);
+    }
+    double sum_a = 0, sum_b = 0;
+    for (const auto& t : c.terms) {
+      sum_a += t.a.value_or(0);
+      sum_b += t.b.value_or(0);
+    }
+    // What the terms leave of each total (an overhead read as zero below a round trip).
+    if (std::fabs(*c.total_a - sum_a) >= 0.5 || std::fabs(*c.total_b - sum_b) >= 0.5)
+      c.terms.push_back({"not in a term", *c.total_a - sum_a, *c.total_b - sum_b});
+    c.terms.push_back({"= the request alone", c.total_a, c.total_b});
+    TermDiff queue{"queue (on top)", get(ma, rm::workload_queue_ms), get(mb, rm::workload_queue_ms)};
+    if (queue.a || queue.b) c.terms.push_back(queue);
+  }
   // The layers that explain the gap: significant, the same sign as the gap, a tenth of it or more.
   if (!c.slower.empty()) {
     const double gap = *c.total_b - *c.total_a;
@@ -162,8 +186,11 @@ nlohmann::json to_json(const Comparison& c) {
                       {"a", opt(l.a)},
                       {"b", opt(l.b)},
                       {"ratio", opt(l.ratio)},
+                      {"unit", l.unit},
                       {"significant", core::text_or_null(l.significant)},
                       {"explains_ms", l.explains_ms}});
+  nlohmann::json terms = nlohmann::json::array();
+  for (const auto& t : c.terms) terms.push_back({{"term", t.term}, {"a_ms", opt(t.a)}, {"b_ms", opt(t.b)}});
   return {{"schema", "infdoctor.compare/1"},
           {"a", c.name_a},
           {"b", c.name_b},
@@ -171,24 +198,16 @@ nlohmann::json to_json(const Comparison& c) {
           {"priced_on", c.priced_on},
           {"slower", core::text_or_null(c.slower)},
           {"explaining", c.explaining},
+          {"terms", terms},
           {"layers", layers}};
 }
 
 std::string render_comparison(const Comparison& c) {
   std::ostringstream o;
   char line[256];
-  std::snprintf(line, sizeof line, "%-36s %12s %12s %8s  %-11s %12s\n", "layer", c.name_a.c_str(), c.name_b.c_str(),
-                "B/A", "different?", "explains ms");
-  o << line;
-  for (const auto& l : c.layers) {
-    const bool count = l.metric.find("count") != std::string::npos;
-    const char* fmt = l.metric.find("per_token") != std::string::npos ? "%.3f" : (count ? "%.0f" : "%.1f");
-    std::snprintf(line, sizeof line, "%-36s %12s %12s %8s  %-11s %12s\n", l.layer.c_str(), num(l.a, fmt).c_str(),
-                  num(l.b, fmt).c_str(), num(l.ratio, "%.2fx").c_str(), l.significant.empty() ? "-" : l.significant.c_str(),
-                  std::fabs(l.explains_ms) >= 0.5 ? num(l.explains_ms, "%+.0f").c_str() : "");
-    o << line;
-  }
-  o << "\nend to end (" << c.priced_on << "): " << c.name_a << " " << num(c.total_a, "%.0f") << " ms, " << c.name_b << " "
+  // The verdict first, then the reference request's terms on each side, which add up to the gap,
+  // then every layer measured.
+  o << "end to end (" << c.priced_on << "): " << c.name_a << " " << num(c.total_a, "%.0f") << " ms, " << c.name_b << " "
     << num(c.total_b, "%.0f") << " ms\n";
   if (!c.total_a || !c.total_b) {
     o << "No end-to-end time on " << (!c.total_a ? c.name_a : c.name_b)
@@ -209,6 +228,28 @@ std::string render_comparison(const Comparison& c) {
           << " " << num(l.ratio, "%.2fx") << "\n";
       }
     }
+  }
+  if (!c.terms.empty()) {
+    std::snprintf(line, sizeof line, "\n%-30s %12s %12s %12s\n", "the reference request's terms", (c.name_a + " ms").c_str(),
+                  (c.name_b + " ms").c_str(), "B - A ms");
+    o << line;
+    for (const auto& t : c.terms) {
+      std::snprintf(line, sizeof line, "%-30s %12s %12s %12s\n", t.term.c_str(), num(t.a, "%.0f").c_str(),
+                    num(t.b, "%.0f").c_str(), t.a && t.b ? num(*t.b - *t.a, "%+.0f").c_str() : "-");
+      o << line;
+    }
+  }
+  std::snprintf(line, sizeof line, "\n%-36s %12s %12s %-14s %8s  %-11s %12s\n", "layer", c.name_a.c_str(), c.name_b.c_str(),
+                "unit", "B/A", "different?", "explains ms");
+  o << line;
+  for (const auto& l : c.layers) {
+    const bool count = l.metric.find("count") != std::string::npos;
+    const char* fmt = l.metric.find("per_token") != std::string::npos ? "%.3f" : (count ? "%.0f" : "%.1f");
+    std::snprintf(line, sizeof line, "%-36s %12s %12s %-14s %8s  %-11s %12s\n", l.layer.c_str(), num(l.a, fmt).c_str(),
+                  num(l.b, fmt).c_str(), l.unit.c_str(), num(l.ratio, "%.2fx").c_str(),
+                  l.significant.empty() ? "-" : l.significant.c_str(),
+                  std::fabs(l.explains_ms) >= 0.5 ? num(l.explains_ms, "%+.0f").c_str() : "");
+    o << line;
   }
   o << "(different?: yes = the 95 % intervals of the medians do not overlap and the medians are more than 5 % "
        "apart, or for a fitted slope both fits explain their points (R2 0.9 or more) and the slopes are 1.5x and 5 ms "

@@ -12,9 +12,16 @@
 
 namespace infdoctor::run {
 
+// One term of the reference request on each side (run/workload.h).
+struct TermDiff {
+  std::string term;
+  std::optional<double> a, b;
+};
+
 struct LayerDiff {
   std::string layer;   // "decode per token"
   std::string metric;  // as rules name it: baseline.tpot_p50_ms
+  std::string unit;    // of a and b: "ms", "ms a token"
   std::string scope;   // where it costs: "every request", "per output token", "new connections", ...
   std::optional<double> a, b, ratio;  // ratio = b / a
   // "yes": the 95 % intervals do not overlap and the values differ by more than 5 %; "no": they
@@ -35,6 +42,9 @@ struct Comparison {
   std::vector<LayerDiff> layers;
   std::string slower;                   // name of the slower side, "" when equal or unmeasured
   std::vector<std::string> explaining;  // layers that explain the gap, largest first
+  // Where both priced the same reference request: its terms on each side (setup, network,
+  // overhead, prefill, decode, what no term holds, the total, and the queue on top).
+  std::vector<TermDiff> terms;
 };
 
 Comparison compare_runs(const results::RunResult& a, const results::RunResult& b, const std::string& name_a, const std::string& name_b);

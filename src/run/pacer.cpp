@@ -10,6 +10,7 @@
 #include "core/interrupt.h"
 #include "core/redact.h"
 #include "core/strings.h"
+#include "stats/fit.h"
 
 namespace infdoctor::run {
 
@@ -85,6 +86,18 @@ std::optional<std::chrono::milliseconds> asked_wait(const api::RequestSample& s,
   }
   if (auto it = s.headers.find("retry-after"); it != s.headers.end()) return http::parse_retry_after(it->second, now_wall);
   return std::nullopt;
+}
+
+// The words of a prompt, as the synthetic prompts are made of them.
+std::size_t words_in(const std::string& text) {
+  std::size_t n = 0;
+  bool in_word = false;
+  for (const char c : text) {
+    const bool space = c == ' ' || c == '\n' || c == '\t';
+    n += !space && !in_word;
+    in_word = !space;
+  }
+  return n;
 }
 
 // A request sent again goes at once, on no lane: its place in the batch's schedule is past.
@@ -169,6 +182,7 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   std::vector<api::ChatRequest> unique = reqs;
   for (auto& r : unique) {
     if (r.body) continue;
+    size_prompt(r);
     r.prompt = r.shared_words > 0 ? with_shared_prefix(r.prompt, nonce_seed_, ++nonces_, r.shared_words, r.prefix_key)
                                   : with_nonce(r.prompt, nonce_seed_, ++nonces_);
     shape(r);
@@ -200,6 +214,10 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
     for (std::size_t k = 0; k < again.size() && k < second.size(); ++k) out[again[k]] = std::move(second[k]);
   }
   wait_out_loading(bounded, unique, out, first_sent, deadline);
+  place(out, first_sent);
+  for (std::size_t i = 0; i < out.size() && i < unique.size(); ++i)
+    if (unique[i].prompt_tokens_wanted > 0) out[i].prompt_words = static_cast<int>(words_in(unique[i].prompt));
+  count_tokens(bounded, unique, out, deadline);
   const auto now_wall = std::chrono::system_clock::now();
   // A timeout the check's deadline set, shorter than the endpoint's own: the run's limit.
   if (bounded.timeout < ep.timeout)
@@ -263,6 +281,89 @@ void Pacer::wait_out_loading(api::Endpoint& bounded, const std::vector<api::Chat
       s.loading_answers = answers[again[k]];
       s.loading_said = said_first[again[k]];
       if (s.ok) tally_.loading_wait_max_ms = std::max(tally_.loading_wait_max_ms, waited_ms);
+    }
+  }
+}
+
+void Pacer::place(std::vector<api::RequestSample>& out, core::SteadyTime batch_start) {
+  std::map<std::string, core::SteadyTime> ends;
+  for (auto& s : out) {
+    s.seq = seq_++;
+    const auto start = batch_start + std::chrono::microseconds(static_cast<long long>(s.sent_after_ms * 1000));
+    if (auto it = model_free_at_.find(s.model); it != model_free_at_.end() && start >= it->second)
+      s.idle_before_ms = core::to_ms(core::elapsed_us(it->second, start));
+    const auto end = start + std::chrono::microseconds(static_cast<long long>(s.transfer_ms.value_or(0) * 1000));
+    auto& e = ends[s.model];
+    e = std::max(e, end);
+  }
+  for (const auto& [model, end] : ends) model_free_at_[model] = std::max(model_free_at_[model], end);
+}
+
+void Pacer::learn(const api::ChatRequest& sent, const api::RequestSample& s) {
+  auto& c = calibration_[s.model];
+  if (auto b = api::bytes_per_token(s)) c.bytes_per_token.push_back(*b);
+  if (!sent.body && s.prompt_tokens && *s.prompt_tokens > 0 && s.prompt_tokens_source == api::kTokensFromUsage)
+    if (const auto words = words_in(sent.prompt); words > 0) {
+      c.tokens_per_word.push_back(static_cast<double>(*s.prompt_tokens) / static_cast<double>(words));
+      c.prompt_sizes.emplace_back(static_cast<double>(words), static_cast<double>(*s.prompt_tokens));
+    }
+}
+
+std::optional<int> Pacer::Calibration::words_for(int tokens) const {
+  if (prompt_sizes.empty()) return std::nullopt;
+  std::vector<double> x, y;
+  for (const auto& [w, t] : prompt_sizes) {
+    x.push_back(w);
+    y.push_back(t);
+  }
+  double per_word = *stats::median(tokens_per_word), fixed = 0;
+  if (*std::min_element(x.begin(), x.end()) != *std::max_element(x.begin(), x.end()))
+    if (const auto fit = stats::theil_sen(x, y); fit && fit->slope > 0) {
+      per_word = fit->slope;
+      fixed = std::max(0.0, fit->intercept);
+    }
+  return std::max(1, static_cast<int>(std::lround((tokens - fixed) / per_word)));
+}
+
+void Pacer::size_prompt(api::ChatRequest& r) const {
+  // A prompt whose prefix is shared on purpose keeps the words its sender counted.
+  if (r.prompt_tokens_wanted <= 0 || r.shared_words > 0) return;
+  const auto it = calibration_.find(r.model);
+  if (it == calibration_.end()) return;
+  if (const auto words = it->second.words_for(r.prompt_tokens_wanted); words && *words != static_cast<int>(words_in(r.prompt)))
+    r.prompt = api::synthetic_prompt(*words);
+}
+
+void Pacer::count_tokens(const api::Endpoint& bounded, const std::vector<api::ChatRequest>& sent,
+                         std::vector<api::RequestSample>& out, core::SteadyTime deadline) {
+  for (std::size_t i = 0; i < out.size() && i < sent.size(); ++i)
+    if (out[i].output_tokens_source == api::kTokensFromUsage) learn(sent[i], out[i]);
+  for (std::size_t i = 0; i < out.size() && i < sent.size(); ++i) {
+    api::RequestSample& s = out[i];
+    if (!s.ok || s.output_tokens || s.content_events == 0 || !sent[i].stream) continue;
+    Calibration& c = calibration_[s.model];
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
+    if (c.bytes_per_token.empty() && !c.asked && tally_.spent < max_requests_ && left > std::chrono::milliseconds(0)) {
+      c.asked = true;
+      // The same prompt, long enough an answer for its bytes per token to be an average.
+      api::ChatRequest whole = unscheduled(sent[i]);
+      whole.stream = false;
+      whole.max_tokens = std::max(whole.max_tokens, 64);
+      api::Endpoint e = bounded;
+      e.timeout = std::min(e.timeout, left);
+      ++tally_.spent;
+      if (progress_) progress_("the stream of " + s.model + " carries no usage: one whole answer to count its tokens");
+      std::vector<api::RequestSample> got = api::run_chats(http_, e, {whole});
+      place(got, clock_.now());
+      if (sample_sink_) sample_sink_(got.front(), "calibration");
+      learn(whole, got.front());
+      own_.push_back({got.front(), {{"purpose", "calibration"}}});
+    }
+    if (!c.bytes_per_token.empty() && s.content_bytes > 0)
+      api::count_output_tokens(s, static_cast<double>(s.content_bytes) / *stats::median(c.bytes_per_token), api::kTokensCalibrated);
+    if (!s.prompt_tokens && !c.tokens_per_word.empty() && !sent[i].body) {
+      s.prompt_tokens = std::llround(static_cast<double>(words_in(sent[i].prompt)) * *stats::median(c.tokens_per_word));
+      s.prompt_tokens_source = api::kTokensCalibrated;
     }
   }
 }

@@ -89,6 +89,28 @@ class Pacer final : public checks::ModelPort {
   // What the run changed in its requests after a 400 refused a parameter (api::refused_parameter),
   // once per parameter; every request after it goes out changed.
   const std::vector<results::Adaptation>& adaptations() const { return adaptations_; }
+  // The requests the pacer sent on its own account, not a check's: a model's calibration of its
+  // tokens (below). They belong to the run's ledger like every other.
+  const std::vector<checks::LabelledSample>& own_requests() const { return own_; }
+
+  // A stream without usage (several servers and gateways ignore stream_options.include_usage)
+  // says how many events came, not how many tokens: engines send several tokens an event. The
+  // count is measured instead: the same request once more, not streamed (a whole answer carries
+  // usage), gives the model's bytes of text per output token and prompt tokens per word sent; every
+  // usage-less sample of that model then counts its tokens from its text and its prompt's words,
+  // and says so (api::kTokensCalibrated). A stream that does carry usage calibrates too, free. A
+  // model whose whole answer has no usage either keeps its counts unknown.
+  struct Calibration {
+    std::vector<double> bytes_per_token, tokens_per_word;
+    // (words sent, prompt tokens the server counted) of each answer that gave both.
+    std::vector<std::pair<double, double>> prompt_sizes;
+    bool asked = false;  // the non-streamed request was sent (once per model)
+    // The words that make `tokens` prompt tokens by the server's count, from the sizes seen: a
+    // line (the chat template's tokens and the tokens per word) once two sizes were seen, a ratio
+    // with one; nothing before any.
+    std::optional<int> words_for(int tokens) const;
+  };
+  const std::map<std::string, Calibration>& calibrations() const { return calibration_; }
 
  private:
   // Adapts to the refusal in `s` if it names a parameter not yet adapted to; true if it did.
@@ -100,6 +122,16 @@ class Pacer final : public checks::ModelPort {
                         std::vector<api::RequestSample>& out, core::SteadyTime first_sent, core::SteadyTime deadline);
   static constexpr int kLoadingRounds = 60;
   bool adapted_to(const std::string& parameter) const;
+  // Counts the tokens of the batch's samples that came without usage (Calibration), sending the
+  // model's calibration request first when it has none yet and the budget and deadline allow.
+  void count_tokens(const api::Endpoint& bounded, const std::vector<api::ChatRequest>& sent,
+                    std::vector<api::RequestSample>& out, core::SteadyTime deadline);
+  void learn(const api::ChatRequest& sent, const api::RequestSample& s);
+  // A synthetic prompt sized in the server's tokens, from what its answers counted so far: the run's
+  // `--workload prompt=1000` is 1,000 tokens by the server's count, whatever its tokenizer.
+  void size_prompt(api::ChatRequest& r) const;
+  // Gives each sample its place in the run (seq) and the idle time of its model before it.
+  void place(std::vector<api::RequestSample>& out, core::SteadyTime batch_start);
   void after(const api::Endpoint& ep, const api::ChatRequest& sent, const api::RequestSample& s,
              std::chrono::system_clock::time_point now_wall);
 
@@ -118,6 +150,10 @@ class Pacer final : public checks::ModelPort {
   std::uint64_t nonce_seed_ = std::random_device{}();
   std::uint64_t nonces_ = 0;
   int ok_ = 0;
+  int seq_ = 0;
+  std::map<std::string, core::SteadyTime> model_free_at_;  // when each model's last answer ended
+  std::map<std::string, Calibration> calibration_;
+  std::vector<checks::LabelledSample> own_;
   std::string unreachable_;
   checks::FailureStreak streak_{kRunFailureLimit};  // failed model requests in a row, across checks
 };

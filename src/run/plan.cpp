@@ -22,7 +22,7 @@
 #include "checks/transport.h"
 #include "core/redact.h"
 #include "core/strings.h"
-#include "run/runner.h"
+#include "run/slo.h"
 #include "stats/series.h"
 
 namespace infdoctor::run {
@@ -99,7 +99,10 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
       {&checks::sweep_setting::prompt_tokens, &o.prompt_tokens},
       {&checks::sweep_setting::max_tokens, &o.max_tokens},
       {&checks::coldstart_setting::idle_gaps, &o.idle_gaps},
-      {&cs::levels, &o.concurrency}};
+      {&cs::levels, &o.concurrency},
+      {&checks::load_setting::levels, &o.load_levels},
+      {&checks::load_setting::rates, &o.load_rates},
+      {&checks::load_setting::mix, &o.load_mix}};
   for (const auto& [s, value] : lists)
     if (!value->empty()) plan.options.set(*s, *value);
   if (o.max_concurrency > 0) plan.options.set(cs::max_streams, std::to_string(o.max_concurrency));
@@ -161,15 +164,12 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
   // The load check's goodput counts a request as meeting the user's --slo when it is within the
   // limits --slo sets on the reference request's TTFT, time per token and end-to-end time (a bad
   // --slo is left to run's own reading of it, which names what is wrong).
-  namespace bm = checks::baseline_metric;
-  const std::pair<checks::MetricKey, const checks::Setting*> load_limits[] = {
-      {bm::ttft_p50_ms, &ls::slo_ttft_ms}, {bm::ttft_p90_ms, &ls::slo_ttft_ms},
-      {bm::tpot_p50_ms, &ls::slo_tpot_ms}, {bm::total_p50_ms, &ls::slo_total_ms}};
   std::map<const checks::Setting*, double> limits;  // the least limit given for each
   if (auto slos = parse_slos(o.slo); slos.ok())
     for (const auto& slo : slos.value())
-      for (const auto& [metric, s] : load_limits)
-        if (slo.metric == metric.name) limits[s] = limits.count(s) ? std::min(limits[s], slo.limit) : slo.limit;
+      for (const auto& r : request_limits())
+        if (slo.metric == r.measured.name)
+          limits[r.load] = limits.count(r.load) ? std::min(limits[r.load], slo.limit) : slo.limit;
   for (const auto& [s, v] : limits) unless_given(*s, checks::format_number(v));
   if (auto st = prepare(plan); !st.ok()) return st.error();
   // A body is for the replay check: --checks without it would leave the body unsent, unsaid.

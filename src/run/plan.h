@@ -20,6 +20,7 @@ struct PlanOptions {
   bool full = false;
   std::string checks;  // comma-separated ids; empty: every check (soak only with soak_minutes)
   std::string prompt_tokens, max_tokens, idle_gaps, concurrency;  // comma lists of the sweeps
+  std::string load_levels, load_rates, load_mix;                  // the load ramp's, as load.* takes them
   double soak_minutes = 0;
   int max_concurrency = 0;  // 0: the concurrency check's own cap
   std::vector<std::string> resolvers;

@@ -1,7 +1,6 @@
 #include "run/runner.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <sstream>
 #include <utility>
 
@@ -12,8 +11,10 @@
 #include "core/redact.h"
 #include "core/strings.h"
 #include "core/version.h"
-#include "history/history.h"
+#include "results/ledger.h"
 #include "results/requests.h"
+#include "run/books.h"
+#include "run/slo.h"
 #include "results/run_metrics.h"
 #include "rules/embedded.h"
 #include "stats/series.h"
@@ -101,8 +102,16 @@ void end_run(const RunPlan& plan, const Side& side, results::RunResult& out) {
   out.run_metrics[rm::overload_wait_ms] = tally.overload_wait_ms;
   out.run_metrics[rm::model_loading_count] = tally.loading_answers;
   if (tally.loading_wait_max_ms > 0) out.run_metrics[rm::model_loading_wait_max_ms] = tally.loading_wait_max_ms;
+  out.run_requests = side.pacer->own_requests();
   for (const auto& [k, v] : results::request_metrics(out.checks, ctx.models().target)) out.run_metrics[k] = v;
   for (const auto& [k, v] : price_workload(plan.workload, out.checks)) out.run_metrics[k] = v;
+  // The books of the run's requests, closed against the terms just priced.
+  {
+    const auto series = results::read_series(out.checks, ctx.models().target);
+    const Books books = close_books(results::ledger(out.checks), out.checks, out.run_metrics, series.slow_ids,
+                                    ctx.models().target, ctx.models().small);
+    for (const auto& [k, v] : books.metrics) out.run_metrics[k] = v;
+  }
   // The tokens a minute the reference request needs at its concurrency, back to back: what a
   // tokens-per-minute quota is held against.
   {
@@ -181,13 +190,6 @@ nlohmann::json preset_signals(const api::Preset& preset, const results::RunResul
   return {{"name", preset.name}, {"flavour", api::flavour_name(preset.flavour)}, {"requests", requests}, {"signals", signals}};
 }
 
-std::vector<std::string> known_metrics() {
-  std::vector<std::string> out;
-  for (const auto& m : results::all_metrics()) out.push_back(m.name);
-  for (const auto& m : history::history_metric_names()) out.push_back(m);
-  return out;
-}
-
 core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std::string>& warnings) {
   rules::LoadReport report;
   rules::RuleSet set = dir.empty() ? rules::load_texts(rules::embedded_rules(), known_metrics(), report)
@@ -196,65 +198,6 @@ core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std:
   if (report.errors.empty()) return set;
   return core::make_error(core::ErrorCode::ConfigError,
                           std::to_string(report.errors.size()) + " error(s) in the rules", core::join(report.errors, "\n"));
-}
-
-namespace {
-std::string short_slo_names(const std::vector<checks::MetricInfo>& declared) {
-  std::vector<std::string> names;
-  for (const auto& m : declared)
-    if (m.tags.slo) names.push_back(m.tags.slo);
-  return core::join(names);
-}
-}  // namespace
-
-core::Result<std::vector<Slo>> parse_slos(const std::string& text) {
-  std::vector<Slo> out;
-  const auto known = known_metrics();
-  const auto declared = results::all_metrics();
-  for (const auto& item : core::split(text)) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos)
-      return core::make_error(core::ErrorCode::InvalidArgument, "--slo wants NAME=LIMIT, got '" + item + "'");
-    std::string name = item.substr(0, eq);
-    for (const auto& m : declared)
-      if (m.tags.slo && name == m.tags.slo) name = m.name;
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      return core::make_error(core::ErrorCode::InvalidArgument, "--slo: unknown metric '" + item.substr(0, eq) + "'",
-                              "short names: " + short_slo_names(declared) + "; or any metric's full name (checks/README.md)");
-    char* end = nullptr;
-    const std::string v = item.substr(eq + 1);
-    const double limit = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !(limit >= 0))
-      return core::make_error(core::ErrorCode::InvalidArgument,
-                              "--slo: '" + v + "' is not a limit (a number, 0 or more, in the metric's unit)");
-    out.push_back(Slo{name, limit});
-  }
-  return out;
-}
-
-std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::map<std::string, double>& metrics,
-                                       std::vector<std::string>& unmeasured) {
-  std::vector<rules::Finding> out;
-  for (const auto& s : slos) {
-    auto it = metrics.find(s.metric);
-    if (it == metrics.end()) {
-      unmeasured.push_back(s.metric);
-      continue;
-    }
-    if (it->second <= s.limit) continue;
-    rules::Finding f;
-    f.rule = "slo." + s.metric;
-    f.severity = rules::Severity::Warning;
-    const bool ms = s.metric.size() > 3 && s.metric.compare(s.metric.size() - 3, 3, "_ms") == 0;
-    f.impact_ms = ms ? it->second - s.limit : 0;
-    f.confidence = 1.0;
-    f.title = "Your limit on " + s.metric + " is exceeded";
-    f.explanation = s.metric + " is " + rules::format_metric(s.metric, it->second) + " against the limit of " +
-                    rules::format_metric(s.metric, s.limit) + ".";
-    f.evidence[s.metric] = it->second;
-    out.push_back(std::move(f));
-  }
-  return out;
 }
 
 void rank(std::vector<rules::Finding>& findings) { rules::sort_findings(findings); }
@@ -300,6 +243,12 @@ void name_places(results::RunResult& r) {
         loading = "it answered " + std::to_string(ls.sample.loading_answers) + " time" + (ls.sample.loading_answers == 1 ? "" : "s") +
                   " first: " + ls.sample.loading_said;
   const std::string replicas = replica_places(results::read_series(r.checks, r.models.target));
+  // The proxy the requests went through is the first intermediary a reader looks at.
+  for (const auto& e : results::ledger(r))
+    if (!e.s().proxy.empty()) {
+      where = "the proxy " + e.s().proxy + (where.empty() ? "" : "; " + where);
+      break;
+    }
   for (auto& f : r.diagnosis) {
     if (f.scope == "intermediary") f.where = where;
     if (f.cause == "cold_start") f.where = loading;

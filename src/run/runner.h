@@ -20,21 +20,9 @@ namespace infdoctor::run {
 // How many of the run's model requests carried each signal the preset expects.
 nlohmann::json preset_signals(const api::Preset& preset, const results::RunResult& r);
 
-// Every name a rule may use: what the registry's checks declare, and the run's own.
-std::vector<std::string> known_metrics();
-
 // The rules of `dir`, or the embedded ones when `dir` is empty. Errors: every problem, one a line.
 core::Result<rules::RuleSet> load_rules(const std::string& dir, std::vector<std::string>& warnings);
 
-// Limits of the user's own (--slo ttft_p50_ms=2000,itl_p99_ms=80): short names or full metric names.
-struct Slo {
-  std::string metric;  // full name
-  double limit = 0;
-};
-core::Result<std::vector<Slo>> parse_slos(const std::string& text);
-// A violated limit is a warning finding; an unmeasured one is reported in `unmeasured`.
-std::vector<rules::Finding> check_slos(const std::vector<Slo>& slos, const std::map<std::string, double>& metrics,
-                                       std::vector<std::string>& unmeasured);
 void rank(std::vector<rules::Finding>& findings);
 // Names the place of the findings at an intermediary by what the run's answers said of it: their
 // Server, Via and Content-Encoding headers, each distinct value up to two of a header; and a cold

@@ -11,6 +11,7 @@
 
 #include "api/endpoint_spec.h"
 #include "checks/coldstart.h"
+#include "checks/replay.h"
 #include "core/message.h"
 #include "core/exit_code.h"
 #include "core/interrupt.h"
@@ -71,7 +72,7 @@ void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& s
     const auto* c = check("coldstart");
     const auto threshold = metric(r, checks::coldstart_metric::threshold_s.name);
     if (c && threshold) {
-      const int words = step_words("coldstart", "target");
+      int words = step_words("coldstart", "target");
       double warm = 0, cold = 0;
       const checks::LabelledSample* last = nullptr;
       const bool got_warm = gather(*c, [](const nlohmann::json& l, const api::RequestSample&) {
@@ -80,6 +81,7 @@ void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& s
       const bool got_cold = gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
         return l.contains("gap_s") && l["gap_s"].is_number() && std::abs(l["gap_s"].get<double>() - *threshold) < 1e-9;
       }, cold, last);
+      if (last && last->sample.prompt_words > 0) words = last->sample.prompt_words;  // as the run sent it
       if (got_warm && got_cold) {
         // A model left idle since the run went cold again: the first request only warms it up.
         bc.repro.push_back({"warm-up", false, words, 1, 0, 0});
@@ -92,21 +94,23 @@ void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& s
   }
   if (cause == "prefill_bound") {
     if (const auto* c = check("sweep")) {
+      // The shortest and longest sizes asked, each sent again with the words the run sent for it.
       int lo = 0, hi = 0;
       for (const auto& req : c->requests)
-        if (req.label.value("sweep", "") == "prefill" && req.label.contains("prompt_words") && req.sample.ok) {
-          const int w = req.label["prompt_words"].get<int>();
+        if (req.label.value("sweep", "") == "prefill" && req.label.contains("prompt_tokens_asked") && req.sample.ok) {
+          const int w = req.label["prompt_tokens_asked"].get<int>();
           if (lo == 0 || w < lo) lo = w;
           hi = std::max(hi, w);
         }
-      for (const int words : {lo, hi}) {
-        if (words == 0 || lo == hi) continue;
+      for (const int asked : {lo, hi}) {
+        if (asked == 0 || lo == hi) continue;
         double ttft = 0;
         const checks::LabelledSample* last = nullptr;
         gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
-          return l.value("sweep", "") == "prefill" && l.value("prompt_words", 0) == words;
+          return l.value("sweep", "") == "prefill" && l.value("prompt_tokens_asked", 0) == asked;
         }, ttft, last);
         if (!last) continue;
+        const int words = last->sample.prompt_words > 0 ? last->sample.prompt_words : asked;
         const auto tokens = last->sample.prompt_tokens.value_or(words);
         bc.repro.push_back({std::to_string(tokens) + " prompt tokens", false, words,
                             std::max<long long>(1, last->sample.output_tokens.value_or(1)), 0, ttft});
@@ -130,7 +134,8 @@ void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& s
       long long max_tokens = 64;
       for (const auto& p : steps)
         if (p.check == "baseline" && p.step.model == (small ? "small" : "target")) max_tokens = p.step.max_tokens;
-      bc.repro.push_back({small ? "the small model" : "the target model", small, step_words("baseline", small ? "small" : "target"),
+      const int words = last->sample.prompt_words > 0 ? last->sample.prompt_words : step_words("baseline", small ? "small" : "target");
+      bc.repro.push_back({small ? "the small model" : "the target model", small, words,
                           max_tokens, 0, ttft});
     }
     if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
@@ -303,6 +308,7 @@ int Session::finish(results::RunResult& r) {
     for (const auto& m : {subject_.models.target, subject_.models.small})
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rules_.files;
+    if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
     choose_repro(r, steps(), bc);
     bc.partial = !r.interrupted_by.empty();
     pacer_->set_sample_sink({});

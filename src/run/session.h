@@ -22,6 +22,7 @@
 #include "report/prometheus.h"
 #include "run/plan.h"
 #include "run/runner.h"
+#include "run/slo.h"
 
 namespace infdoctor::run {
 
@@ -44,6 +45,9 @@ struct Outputs {
   std::string push;     // a Pushgateway's URL: the same text, pushed
   std::string bundle;   // the evidence bundle: a directory, or a .tar.gz
   std::string history;  // SQLite file of past runs
+  // The user's own request bodies (--body) kept in the bundle as body.jsonl: only when asked
+  // (--keep-body), since a body may hold what its owner would not attach to a ticket.
+  bool keep_body = false;
 };
 
 struct SessionOptions {

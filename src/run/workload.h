@@ -27,6 +27,10 @@ struct Workload {
   int prompt_tokens = 1024;
   int output_tokens = 128;
   int concurrency = 0;  // 0: the concurrency check's highest level
+  // Whether --workload named the prompt or the output. Where it did not and the user's own
+  // request was replayed (--body), the reference request is theirs: the body's prompt tokens,
+  // the output its answers used, its bytes.
+  bool sized = false;
 };
 
 // "prompt=1024,output=128,concurrency=4", any of the three; empty gives the defaults.

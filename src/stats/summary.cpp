@@ -21,7 +21,10 @@ Summary summarize(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   s.min = values.front();
   s.max = values.back();
-  s.p50 = percentile_sorted(values, 50);
+  // The median of an even count is the mean of the two middle values: sixteen users in four waves
+  // have their middle between the second and third waves, not at the end of the second.
+  const std::size_t n = values.size();
+  s.p50 = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
   s.p90 = percentile_sorted(values, 90);
   s.p99 = percentile_sorted(values, 99);
   const double sum = std::accumulate(values.begin(), values.end(), 0.0);

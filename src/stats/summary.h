@@ -1,6 +1,7 @@
 #pragma once
-// Summaries of kept raw samples. Percentiles use the nearest-rank method: the p-th percentile of
-// N sorted values is the value at rank ceil(p/100 * N), so it is always an observed value.
+// Summaries of kept raw samples. The tail percentiles (p90, p99) use the nearest-rank method: the
+// p-th percentile of N sorted values is the value at rank ceil(p/100 * N), an observed value. The
+// median of an even count is the mean of its two middle values, as stats::median's.
 #include <cstddef>
 #include <optional>
 #include <vector>

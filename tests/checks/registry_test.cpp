@@ -4,13 +4,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "checks/concurrency.h"
+#include "checks/dns.h"
+#include "checks/path.h"
 #include "checks/registry.h"
+#include "checks/transport.h"
 #include "core/strings.h"
 
 namespace infdoctor {
@@ -86,6 +90,174 @@ TEST_CASE("registry: checks/README.md lists exactly the metrics each check decla
     for (const auto& name : declared) CHECK_MESSAGE(documented.count(name), "checks/README.md does not list " << name);
     for (const auto& name : documented) CHECK_MESSAGE(declared.count(name), "checks/README.md lists undeclared " << name);
   }
+}
+
+namespace {
+
+// A string literal of a source file: its text as written, its line, and where it stands in the
+// file's code (comments dropped, every literal written as "").
+struct Literal {
+  std::string text;
+  int line = 0;
+  std::size_t at = 0;
+};
+
+std::vector<Literal> literals_of(const std::string& src, std::string& code) {
+  std::vector<Literal> out;
+  int line = 1;
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const char c = src[i];
+    if (src.compare(i, 2, "//") == 0) {
+      i = src.find('\n', i);
+      if (i == std::string::npos) break;
+      --i;  // the newline is counted as code
+      continue;
+    }
+    if (src.compare(i, 2, "/*") == 0) {
+      const auto end = src.find("*/", i + 2);
+      line += static_cast<int>(std::count(src.begin() + static_cast<long>(i), src.begin() + static_cast<long>(std::min(end, src.size())), '\n'));
+      i = end == std::string::npos ? src.size() : end + 1;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      std::string text;
+      for (++i; i < src.size() && src[i] != c; ++i) {
+        if (src[i] == '\\' && i + 1 < src.size()) text += src[i++];
+        text += src[i];
+      }
+      if (c == '"') out.push_back({text, line, code.size()});
+      code += c == '"' ? "\"\"" : "' '";
+      continue;
+    }
+    if (c == '\n') ++line;
+    code += c;
+  }
+  return out;
+}
+
+// Where a check file names a metric by hand instead of through its declared constant
+// (checks/<id>.h): a declared full name anywhere; a literal in the name of what a CheckResult
+// sets or reads (a whole key, a stem or a piece of one); one of the check's own keys (`own`)
+// handed to a call or as a headline's `when`. The keys of a details row ({"p50_ms", ...}) name
+// fields of that row, not metrics. Each problem is "line N: why".
+std::vector<std::string> hand_spelled_metrics(const std::string& src, const std::set<std::string>& full,
+                                              const std::set<std::string>& own) {
+  std::string code;
+  const std::vector<Literal> literals = literals_of(src, code);
+  static const std::regex metric_call(R"((\bset|\badd_summary|\badd_median_ci|\bmetric|\bmetrics\s*\.\s*\w+)\s*$)");
+  static const std::regex metric_subscript(R"(\bmetrics\s*$)");
+  std::vector<std::string> out;
+  for (const auto& l : literals) {
+    const std::string where = "line " + std::to_string(l.line) + ": \"" + l.text + "\" ";
+    if (full.count(l.text)) {
+      out.push_back(where + "is a metric's full name outside its declaration");
+      continue;
+    }
+    // The innermost bracket open before the literal, and whether the literal is in its first part.
+    char open = 0;
+    std::size_t open_at = 0;
+    bool first = true;
+    for (std::size_t i = l.at, depth = 0; i-- > 0;) {
+      const char c = code[i];
+      if (c == ')' || c == ']' || c == '}') ++depth;
+      else if (c == '(' || c == '[' || c == '{') {
+        if (depth == 0) {
+          open = c;
+          open_at = i;
+          break;
+        }
+        --depth;
+      } else if (c == ',' && depth == 0) first = false;
+    }
+    const std::string callee = code.substr(open_at >= 40 ? open_at - 40 : 0, open_at >= 40 ? 40 : open_at);
+    if (first && ((open == '(' && std::regex_search(callee, metric_call)) ||
+                  (open == '[' && std::regex_search(callee, metric_subscript)))) {
+      out.push_back(where + "names a metric a result sets or reads");
+      continue;
+    }
+    if (!own.count(l.text)) continue;
+    const std::string after = code.substr(l.at + 2, 16);
+    if (open == '(') out.push_back(where + "is one of the check's metrics, handed to a call");
+    else if (open == '{' && first && std::regex_search(after, std::regex(R"(^\s*,\s*"")")))
+      out.push_back(where + "is one of the check's metrics, as a headline's when");
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("registry: the scan for hand-spelled metric names finds each way of spelling one") {
+  const std::string planted = R"(// planted
+  out.set("ttft_p50_ms", v);
+  out.add_summary("tcp_rtt", "ms", xs);
+  out.set(prefix + "_ttft_p50_ms", v);
+  const auto m = put("ttft_p50_ms", xs);
+  {"baseline.ttft_p50_ms", "ms", "help"},
+  {{"ttft_p50_ms", "TTFT {ttft_p50_ms}"},
+  out.metrics["ttft_p50_ms"] = 1; if (out.metrics.count("ttft_p50_ms")) {}
+  primary->set("ttft_p50_ms", v);
+  // out.set("in_a_comment_ms", 1); /* out.set("in_a_block_ms", 1); */
+  row = {{"ttft_p50_ms", 1}, {"p50_ms", 2}, {"note", "a \"quoted\" set(\"x\") in text"}};
+  if (auto v = median(xs)) set["ttft_p50_ms"] = *v;  // a details row named set
+  out.set(baseline_metric::ttft_p50_ms, cell(row["ttft_p50_ms"], "ms") == "" ? 1 : 0);
+  ctx.progress("baseline: " + model);
+)";
+  const auto found = hand_spelled_metrics(planted, {"baseline.ttft_p50_ms"}, {"ttft_p50_ms"});
+  std::vector<int> lines;
+  for (const auto& f : found) lines.push_back(std::stoi(f.substr(5)));
+  const std::vector<int> planted_lines = {2, 3, 4, 5, 6, 7, 8, 8, 9};
+  CHECK_MESSAGE(lines == planted_lines, core::join(found, "\n"));
+}
+
+TEST_CASE("registry: no check file spells a metric's name outside its declaration") {
+  // Each metric is declared once, as a constant in checks/<id>.h: the check's CheckInfo names it
+  // through that constant, the check sets it through it, and other code reads it through it.
+  std::set<std::string> full;
+  std::map<std::string, std::set<std::string>> own;  // check id -> its keys
+  for (const auto& e : checks::registry())
+    for (const auto& m : e.info->metrics) {
+      full.insert(m.name);
+      own[e.id].insert(m.name.substr(e.id.size() + 1));
+    }
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(INFDOCTOR_SOURCE_DIR) + "/checks")) {
+    if (entry.path().extension() != ".cpp") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string id = entry.path().stem().string();
+    CAPTURE(id);
+    for (const auto& problem : hand_spelled_metrics(ss.str(), full, own[id]))
+      FAIL_CHECK("checks/" << id << ".cpp " << problem << ": declare it in checks/" << id << ".h (" << id
+                                << "_metric) and name it through the constant");
+  }
+  CHECK(files >= static_cast<int>(checks::registry().size()));
+}
+
+TEST_CASE("registry: a result stores a metric set through its constant under its key, and a summary's under each") {
+  checks::CheckResult r = checks::CheckResult::start("path");
+  r.set(checks::path_metric::tcp_loss_ratio, 0.25);
+  CHECK(r.metrics == std::map<std::string, double>{{"tcp_loss_ratio", 0.25}});
+  namespace pm = checks::path_metric;
+  r.add_summary({pm::tcp_rtt_p50_ms, pm::tcp_rtt_p90_ms, pm::tcp_rtt_max_ms, pm::tcp_rtt_samples_count}, {});
+  CHECK(r.metrics.count("tcp_rtt_samples_count") == 1);
+  CHECK(r.metrics.count("tcp_rtt_p50_ms") == 0);  // nothing to summarise: only the count
+  const std::vector<double> rtt = {10, 30, 20, 40, 50, 60, 70, 80, 90, 100};
+  r.add_summary({pm::tcp_rtt_p50_ms, pm::tcp_rtt_p90_ms, pm::tcp_rtt_max_ms, pm::tcp_rtt_samples_count}, rtt);
+  r.add_median_ci({pm::tcp_rtt_p50_ci_low_ms, pm::tcp_rtt_p50_ci_high_ms}, rtt);
+  CHECK(r.metrics["tcp_rtt_samples_count"] == 10);
+  CHECK(r.metrics["tcp_rtt_p50_ms"] == 55);  // an even count's median: between its middle two
+  CHECK(r.metrics["tcp_rtt_p90_ms"] == 90);
+  CHECK(r.metrics["tcp_rtt_max_ms"] == 100);
+  REQUIRE(r.metrics.count("tcp_rtt_p50_ci_low_ms") == 1);
+  CHECK(r.metrics["tcp_rtt_p50_ci_low_ms"] <= 50);
+  CHECK(r.metrics["tcp_rtt_p50_ci_high_ms"] >= 50);
+  // Without a count key (the transport check counts its samples by their first bytes) none is set.
+  checks::CheckResult t = checks::CheckResult::start("transport");
+  namespace tm = checks::transport_metric;
+  t.add_summary({tm::connect_p50_ms, tm::connect_p90_ms, tm::connect_max_ms}, rtt);
+  CHECK(t.metrics == std::map<std::string, double>{{"connect_p50_ms", 55}, {"connect_p90_ms", 90}, {"connect_max_ms", 100}});
 }
 
 TEST_CASE("registry: a check reads exactly the settings it declares, and every default passes its declaration") {

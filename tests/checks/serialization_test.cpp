@@ -17,7 +17,8 @@ TEST_CASE("serialization: a planted parse cost of 2 ms per KB is 2048 ms per MB"
   CHECK(test::metric(c, "upload_parse_ms_per_mb") == doctest::Approx(2048).epsilon(0.15));
   CHECK(test::metric(c, "largest_body_bytes") == 1024 * 1024);
   CHECK(test::metric(c, "stream_token_bytes") > 50);  // SSE framing and JSON around every token
-  CHECK(c.metrics.count("stream_overhead_ms") == 1);
+  // One streamed and one whole request are one sample each: no comparison of them is made.
+  CHECK(c.metrics.count("stream_overhead_ms") == 0);
 }
 
 TEST_CASE("serialization: no parse cost, a flat line") {

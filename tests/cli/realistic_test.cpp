@@ -12,6 +12,7 @@
 #include "net/subprocess.h"
 #include "support/fake_process.h"
 #include "support/fronts.h"
+#include "support/results.h"
 #include "support/seed.h"
 
 namespace infdoctor {
@@ -39,20 +40,8 @@ nlohmann::json run_pair(const fake::Server& server, const std::string& target, c
   return run_json(args, err);
 }
 
-std::string findings_of(const nlohmann::json& j) {
-  std::string out;
-  for (const auto& f : j["diagnosis"])
-    out += f["rule"].get<std::string>() + " (" + f["severity"].get<std::string>() + ", " +
-           std::to_string(static_cast<int>(f["impact_ms"].get<double>())) + " ms) ";
-  return out;
-}
-
-// The first finding above info, or null.
-nlohmann::json top_cause(const nlohmann::json& j) {
-  for (const auto& f : j["diagnosis"])
-    if (f["severity"] != "info") return f;
-  return nullptr;
-}
+using test::findings_of;
+using test::top_cause;
 
 std::mt19937& rng() { return test::rng(); }
 double draw(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng()); }

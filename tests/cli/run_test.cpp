@@ -186,10 +186,10 @@ TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing"
   CHECK(r.out.find("(stream: false)") != std::string::npos);
   CHECK(r.out.find("small") != std::string::npos);
   // The total is the sum of the rows: quick = coldstart 5 (and the longest gap again, if it alone
-  // was cold) + baseline 3+3 + sweep 6 + serialization 6 (3 bodies, streamed with and without
-  // Accept-Encoding, not streamed) + concurrency 15 (and 8 more on connections of their own,
-  // sent only over HTTP/2).
-  CHECK(r.out.find("total: at most 47 model requests") != std::string::npos);
+  // was cold) + baseline 3+3 + sweep 6 (and 2 of the small model's prefill) + serialization 6 (3
+  // bodies, streamed with and without Accept-Encoding, not streamed) + concurrency 15 (and 8 more on
+  // connections of their own, sent only over HTTP/2).
+  CHECK(r.out.find("total: at most 49 model requests") != std::string::npos);
   // Quick sends too few requests for the time series: it says so before anything is sent.
   CHECK(r.out.find("this plan: it cannot judge slowdowns over time") != std::string::npos);
   const auto full = run({"--base-url", server->base_url(), "--model", "big", "--small-model", "small", "--dry-run"});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -18,6 +19,13 @@
 #include "fake/demo_faults.h"
 #include "fake/lab.h"
 #include "net/subprocess.h"
+
+// The binary it drives: this build's, or INFDOCTOR_TEST_BIN's (a copy of a build, so that the
+// build tree can change while the matrix runs).
+std::string driven(const char* variable, const char* built) {
+  const char* other = std::getenv(variable);
+  return other && *other ? other : built;
+}
 
 int main() {
   using namespace infdoctor;
@@ -39,7 +47,7 @@ int main() {
       o.fault = f.name;
       for (const auto& c : f.expect) o.expected += (o.expected.empty() ? "" : ">") + c;
       if (o.expected.empty()) o.expected = "(healthy)";
-      auto r = net::run_command({INFDOCTOR_BIN, "demo", "--fault", f.name, "--json", "-"}, std::chrono::seconds(240));
+      auto r = net::run_command({driven("INFDOCTOR_TEST_BIN", INFDOCTOR_BIN), "demo", "--fault", f.name, "--json", "-"}, std::chrono::seconds(240));
       if (!r.ok() || r->timed_out) {
         o.got = "did not finish";
         continue;

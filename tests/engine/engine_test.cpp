@@ -42,12 +42,7 @@ nlohmann::json run(const std::string& base_url, std::vector<std::string> extra) 
   return test::run_results(args);
 }
 
-// The first finding above info, or null.
-nlohmann::json top_cause(const nlohmann::json& j) {
-  for (const auto& f : j["diagnosis"])
-    if (f["severity"] != "info") return f;
-  return nullptr;
-}
+using test::top_cause;
 
 // The engine's own numbers, from the `timings` of the target's answers to the sweep, by the same
 // definitions as infdoctor's fits: prefill, prompt_ms against the prompt tokens it evaluated; decode,

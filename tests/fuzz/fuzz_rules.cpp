@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "rules/rules.h"
-#include "run/runner.h"
+#include "run/slo.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::vector<std::string> known = infdoctor::run::known_metrics();

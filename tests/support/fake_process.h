@@ -1,6 +1,7 @@
 #pragma once
 // Test support: the fake provider in-process (fake::Server) or as the infdoctor-fake program,
 // temporary files, and the paths the build hands to tests.
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -9,7 +10,12 @@
 
 namespace infdoctor::test {
 
-inline std::string infdoctor_bin() { return INFDOCTOR_BIN; }
+// The infdoctor binary the tests drive: this build's, or INFDOCTOR_TEST_BIN's (an earlier commit's
+// build, to show what a test catches there).
+inline std::string infdoctor_bin() {
+  const char* other = std::getenv("INFDOCTOR_TEST_BIN");
+  return other && *other ? other : INFDOCTOR_BIN;
+}
 inline std::string fake_bin() { return INFDOCTOR_FAKE_BIN; }
 inline std::string certs_dir() { return INFDOCTOR_TEST_CERTS; }
 inline std::string fixtures_dir() { return INFDOCTOR_FIXTURES; }

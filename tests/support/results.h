@@ -41,4 +41,20 @@ inline std::string rules_fired(const nlohmann::json& results) {
   return out;
 }
 
+// "rule (severity, N ms) ..." of every finding, for CAPTURE and what a test prints.
+inline std::string findings_of(const nlohmann::json& results) {
+  std::string out;
+  for (const auto& f : results["diagnosis"])
+    out += f["rule"].get<std::string>() + " (" + f["severity"].get<std::string>() + ", " +
+           std::to_string(static_cast<int>(f["impact_ms"].get<double>())) + " ms) ";
+  return out;
+}
+
+// The first finding above info, or null.
+inline nlohmann::json top_cause(const nlohmann::json& results) {
+  for (const auto& f : results["diagnosis"])
+    if (f["severity"] != "info") return f;
+  return nullptr;
+}
+
 }  // namespace infdoctor::test

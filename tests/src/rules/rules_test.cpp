@@ -12,6 +12,7 @@
 
 #include "rules/embedded.h"
 #include "run/runner.h"
+#include "run/slo.h"
 #include "support/rule_text.h"
 
 namespace infdoctor::rules {
@@ -199,10 +200,18 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
 }
 
 TEST_CASE("templates format by unit") {
-  CHECK(render_template("{a_ms} {b_ratio} {c_count} {d_s} {e_bytes} {f_ms_per_token} {missing_ms}",
+  CHECK(render_template("{a_ms} {b_ratio} {c_count} {d_s} {e_bytes} {f_ms_per_token}",
                         {{"a_ms", 1234.5}, {"b_ratio", 0.456}, {"c_count", 7}, {"d_s", 3},
                          {"e_bytes", 2048}, {"f_ms_per_token", 0.5}}) ==
-        "1234 ms 0.46 7 3.0 s 2048 bytes 0.5 ms per token n/a");
+        "1234 ms 0.46 7 3.0 s 2048 bytes 0.5 ms per token");
+}
+
+TEST_CASE("a sentence that names an unmeasured value is left out whole, never printed with n/a in it") {
+  const std::map<std::string, double> m = {{"a_ms", 12}, {"b_count", 3}};
+  CHECK(render_template("First {a_ms}. Over {missing_count|token} generation is most. Then {b_count|request}.", m) ==
+        "First 12.0 ms. Then 3 requests.");
+  CHECK(render_template("Only {missing_ms} here", m).empty());
+  CHECK(render_template("Both {a_ms} and {b_count}", m) == "Both 12.0 ms and 3");
 }
 
 TEST_CASE("the rules the build embeds are rules/ as it is, and load without an error") {

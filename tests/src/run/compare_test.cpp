@@ -114,3 +114,29 @@ TEST_CASE("compare_runs: the migration story, decode 6x and prefill 14x, priced 
 }
 
 }  // namespace infdoctor::run
+
+namespace infdoctor::run {
+
+TEST_CASE("compare_runs: the reference request's terms on each side add up to the gap, the queue on top") {
+  const auto side = [](double network, double overhead, double prefill, double decode, double queue) {
+    results::RunResult r;
+    r.run_metrics = {{"run.workload_prompt_tokens_count", 1024}, {"run.workload_output_tokens_count", 128},
+                     {"run.workload_network_ms", network},       {"run.workload_overhead_ms", overhead},
+                     {"run.workload_prefill_ms", prefill},       {"run.workload_decode_ms", decode},
+                     {"run.workload_queue_ms", queue},           {"run.workload_setup_ms", 0},
+                     {"run.workload_total_ms", network + overhead + prefill + decode}};
+    return r;
+  };
+  const Comparison c = compare_runs(side(20, 80, 100, 2540, 0), side(60, 300, 110, 7620, 900), "A", "B");
+  REQUIRE_FALSE(c.terms.empty());
+  double sum = 0;
+  for (const auto& t : c.terms)
+    if (t.term != "= the request alone" && t.term != "queue (on top)") sum += *t.b - *t.a;
+  CHECK(sum == doctest::Approx(*c.total_b - *c.total_a));
+  CHECK(c.terms.back().term == "queue (on top)");
+  const std::string text = render_comparison(c);
+  CHECK(text.find("B is slower by 5350 ms a request") < text.find("the reference request's terms"));
+  CHECK(text.find("decode") != std::string::npos);
+}
+
+}  // namespace infdoctor::run

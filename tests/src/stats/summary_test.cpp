@@ -27,6 +27,11 @@ TEST_CASE("summaries") {
   CHECK(*s.p50 == 2);
   CHECK(*s.mean == doctest::Approx(2));
   CHECK(*s.stddev == doctest::Approx(1));
+  // An even count's median lies between its two middle values.
+  CHECK(*summarize({40, 10, 30, 20}).p50 == 25);
+  const std::vector<double> waves = {1300, 1310, 1320, 1330, 2600, 2610, 2620, 2630,
+                                     3900, 3910, 3920, 3930, 5180, 5190, 5200, 5210};
+  CHECK(*summarize(waves).p50 == doctest::Approx((2630 + 3900) / 2.0));
   const Summary one = summarize({5});
   CHECK(one.count == 1);
   CHECK_FALSE(one.stddev.has_value());  // no spread from one sample
