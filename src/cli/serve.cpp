@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -27,10 +28,17 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:9474";
   bool check_config = false;
   std::vector<std::string> targets;
+  std::string probe_bundle_every = "1h", shutdown_grace = "10s";
   serve::ExporterOptions exporter;
 };
 
 int serve_with(ServeOptions o) {
+  for (auto [flag, text, into] : {std::tuple{"--probe-bundle-every", &o.probe_bundle_every, &o.exporter.probe_bundle_every},
+                                  std::tuple{"--shutdown-grace", &o.shutdown_grace, &o.exporter.shutdown_grace}}) {
+    auto d = serve::parse_duration(*text);
+    if (!d.ok()) return fail_usage(std::string(flag) + ": " + d.error().message);
+    *into = d.value();
+  }
   for (const auto& text : o.targets) {
     auto t = serve::parse_serve_target(text, "--target", o.exporter.shared);
     if (!t.ok()) return fail(t.error());
@@ -49,6 +57,7 @@ int serve_with(ServeOptions o) {
   }
   if (o.exporter.vantage.empty()) o.exporter.vantage = report::default_vantage();
   core::silence_interrupt_message();
+  core::defer_interrupts();  // the run in flight has its grace (Exporter::stop)
   core::install_interrupt_handlers();
   struct sigaction sa {};
   sa.sa_handler = on_hangup;
@@ -73,7 +82,7 @@ int serve_with(ServeOptions o) {
   ex->log("info", "listening", {{"address", (*server)->address()},
                                 {"vantage", o.exporter.vantage},
                                 {"bundles", o.exporter.bundles_dir.empty() ? "none" : o.exporter.bundles_dir}});
-  while (!core::interrupted()) {
+  while (core::stop_requested() == 0) {
     if (g_hangup) {
       g_hangup = 0;
       ex->log("info", "SIGHUP: reading the targets again");
@@ -81,10 +90,13 @@ int serve_with(ServeOptions o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ex->log("info", std::string("stopping (") + core::interrupt_name() + ")");
+  // The scheduler has started nothing since the signal; /metrics goes on answering while the run in
+  // flight ends, and /-/ready says the exporter is stopping.
+  ex->log("info", std::string("stopping (") + core::interrupt_name() + ")",
+          {{"grace_s", static_cast<double>(o.exporter.shutdown_grace.count())}});
+  ex->stop();
   (*server)->stop();
   current->store(nullptr);
-  ex->stop();
   ex->log("info", "stopped");
   return kExitOk;
 }
@@ -98,7 +110,8 @@ void add_serve_command(CLI::App& app, std::function<int()>& chosen) {
       "target's request budget per hour), the latest results at /metrics, one streamed request on demand at\n"
       "/probe?target=NAME&module=probe (within the scrape's timeout; target=URL&model=M for URLs --allow-target\n"
       "admits), /-/healthy, /-/ready, and each target's last evidence bundles at /bundles. SIGHUP reads --config\n"
-      "again; SIGTERM stops. Logs are one JSON object a line.\n"
+      "again; SIGTERM stops: nothing new starts, and the run in flight ends within --shutdown-grace. Logs are one JSON\n"
+      "object a line.\n"
       "A target: NAME=URL,model=M[,small=S][,preset=P][,key_env=VAR|,key_file=PATH][,module=M][,interval=D][,budget=N]\n"
       "  module: probe (one request), quick (default), default or full; interval: e.g. 60s, 15m, 1h (default 1m for\n"
       "  probe, 15m for quick, 1h for default, 6h for full), also the longest a run may take; budget: model requests\n"
@@ -118,6 +131,14 @@ void add_serve_command(CLI::App& app, std::function<int()>& chosen) {
       ->capture_default_str();
   cmd->add_option("--keep-bundles", o->exporter.keep_bundles, "bundles kept per target, newest first")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--probe-bundle-every", o->probe_bundle_every,
+                  "a probe target keeps the bundle of a failure, a finding, its first run and its first success after a "
+                  "failure, and otherwise one when none was kept for this long (0: every run's)")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-grace", o->shutdown_grace,
+                  "on SIGTERM or SIGINT nothing new starts, and the run in flight has this long to end before it is cut "
+                  "short and discarded (a second signal cuts it at once)")
       ->capture_default_str();
   cmd->add_option("--rules", o->exporter.rules_dir, "directory of rule files instead of the built-in rules");
   cmd->add_option("--allow-target", o->exporter.allow_target,

@@ -12,9 +12,15 @@ namespace {
 
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_silent{false};
+std::atomic<bool> g_deferred{false};
+std::atomic<int> g_requested{0};  // the signal that asked to stop, under defer_interrupts()
 static_assert(std::atomic<int>::is_always_lock_free, "the handler stores into this atomic");
 
 extern "C" void on_signal(int sig) {
+  if (g_deferred.load()) {
+    int none = 0;
+    if (g_requested.compare_exchange_strong(none, sig)) return;  // the first only asks to stop
+  }
   int expected = 0;
   if (g_signal.compare_exchange_strong(expected, sig)) {
     if (g_silent.load()) return;
@@ -39,12 +45,25 @@ void install_interrupt_handlers() {
 
 void silence_interrupt_message() { g_silent = true; }
 
+void defer_interrupts() { g_deferred = true; }
+
+int stop_requested() {
+  const int asked = g_requested.load(std::memory_order_relaxed);
+  return asked != 0 ? asked : g_signal.load(std::memory_order_relaxed);
+}
+
+void interrupt_now() {
+  const int asked = g_requested.load();
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, asked != 0 ? asked : SIGTERM);
+}
+
 bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
 
 int interrupt_signal() { return g_signal.load(std::memory_order_relaxed); }
 
 const char* interrupt_name() {
-  switch (interrupt_signal()) {
+  switch (stop_requested()) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
     default: return "";

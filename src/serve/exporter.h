@@ -5,6 +5,7 @@
 // hour. Prometheus scrapes the latest results at /metrics; /probe runs one streamed request on
 // demand within the scrape's timeout; /-/healthy and /-/ready answer orchestrators; /bundles lists
 // and serves each target's last evidence bundles, kept on disk in rotation.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,6 +32,10 @@ struct ExporterOptions {
   std::string rules_dir;             // empty: the built-in rules
   std::string bundles_dir;           // empty: no bundles kept
   int keep_bundles = 5;              // per target
+  // A probe target's bundle that tells nothing new is kept when none was for this long.
+  std::chrono::seconds probe_bundle_every{std::chrono::hours(1)};
+  // Once asked to stop, how long the run in flight may go on to its end before it is cut short.
+  std::chrono::seconds shutdown_grace{10};
   // /probe?target=URL&model=M for a URL this ECMAScript regex matches whole; empty: only the
   // configured targets' names. The key sent to such URLs is read from allow_key_env (none if empty).
   std::string allow_target;
@@ -55,7 +60,10 @@ class Exporter {
   core::Status reload();
   // Logs one JSON line: {"time", "level", "msg", and `fields`}.
   void log(const std::string& level, const std::string& msg, const LogFields& fields = {});
-  // Ends the current run (as SIGTERM does a run: what it measured is kept) and the scheduler.
+  // Stops: the scheduler starts nothing more and /probe refuses; the run in flight (and a /probe
+  // under way) has `shutdown_grace` to end, and is then cut short and discarded with its partial
+  // bundle, neither logged as an error nor kept as the target's result: the exporter stopped it,
+  // the target did not fail. Idempotent.
   void stop();
 
  private:

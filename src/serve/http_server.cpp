@@ -104,14 +104,22 @@ struct HttpServer::Impl {
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
 
-  static void write(tcp::socket& sock, const HttpResponse& r, bool keep_alive, beast::error_code& ec) {
+  static void write(tcp::socket& sock, HttpResponse r, bool keep_alive, beast::error_code& ec) {
+    const auto send = [&](auto& res) {
+      res.set(bhttp::field::server, "infdoctor");
+      res.set(bhttp::field::content_type, r.content_type);
+      res.keep_alive(keep_alive);
+      res.prepare_payload();
+      bhttp::write(sock, res, ec);
+    };
+    if (r.shared_body) {  // written from where it is; `r` holds it until then
+      bhttp::response<bhttp::span_body<const char>> res{static_cast<bhttp::status>(r.status), 11};
+      res.body() = {r.shared_body->data(), r.shared_body->size()};
+      return send(res);
+    }
     bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), 11};
-    res.set(bhttp::field::server, "infdoctor");
-    res.set(bhttp::field::content_type, r.content_type);
-    res.keep_alive(keep_alive);
-    res.body() = r.body;
-    res.prepare_payload();
-    bhttp::write(sock, res, ec);
+    res.body() = std::move(r.body);
+    send(res);
   }
 
   void serve_busy(tcp::socket& sock) {
@@ -167,13 +175,16 @@ struct HttpServer::Impl {
           resp = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
         }
       }
-      if (r.method == "HEAD") resp.body.clear();
+      if (r.method == "HEAD") {
+        resp.body.clear();
+        resp.shared_body.reset();
+      }
       bool keep = req.keep_alive();
       {
         std::lock_guard lock(mu);
         keep = keep && !stopping;
       }
-      write(sock, resp, keep, ec);
+      write(sock, std::move(resp), keep, ec);
       if (ec || !keep) break;
     }
     sock.shutdown(tcp::socket::shutdown_both, ec);

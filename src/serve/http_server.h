@@ -22,6 +22,9 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // Sent instead of `body` when set: a large body its handler keeps and fills again once no
+  // answer holds it (/metrics of a thousand targets is megabytes; its pages stay mapped).
+  std::shared_ptr<const std::string> shared_body{};
 };
 
 using Handler = std::function<HttpResponse(const HttpRequest&)>;

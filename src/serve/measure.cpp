@@ -13,7 +13,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A probe's evidence bundle, as a run's: its one request, results.json, summary.md, repro.sh.
+}  // namespace
+
 void write_probe_bundle(const std::string& path, const std::string& name, const api::Endpoint& ep,
                         const results::RunResult& r, const Log& log) {
   auto w = bundle::Writer::start(path);
@@ -36,8 +37,6 @@ void write_probe_bundle(const std::string& path, const std::string& name, const 
   if (auto st = (*w)->finish(r, bc); !st.ok()) log("error", "cannot write the bundle: " + st.error().message, {{"target", name}});
 }
 
-}  // namespace
-
 run::PlanOptions plan_options(const std::string& module) {
   run::PlanOptions po;
   po.quick = module == "quick";
@@ -45,8 +44,7 @@ run::PlanOptions plan_options(const std::string& module) {
   return po;
 }
 
-Outcome probe_at(core::Result<api::Endpoint> ep, const std::string& name, const checks::Models& models,
-                 std::chrono::milliseconds timeout, const std::string& bundle, const Log& log) {
+Outcome probe_at(core::Result<api::Endpoint> ep, const checks::Models& models, std::chrono::milliseconds timeout) {
   Outcome out;
   const auto t0 = Clock::now();
   auto r = std::make_shared<results::RunResult>();
@@ -78,7 +76,6 @@ Outcome probe_at(core::Result<api::Endpoint> ep, const std::string& name, const 
   r->checks.push_back(std::move(c));
   r->finished_at = core::rfc3339_utc(std::chrono::system_clock::now());
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!bundle.empty() && ep.ok()) write_probe_bundle(bundle, name, ep.value(), *r, log);
   out.result = std::move(r);
   return out;
 }

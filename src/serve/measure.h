@@ -31,10 +31,12 @@ using Log = std::function<void(const std::string& level, const std::string& msg,
 // The plan a module runs: `run`'s profiles (a probe has none).
 run::PlanOptions plan_options(const std::string& module);
 
-// One streamed request to `ep` (of the target `name`), cut at `timeout`; its bundle written to
-// `bundle` unless that is empty.
-Outcome probe_at(core::Result<api::Endpoint> ep, const std::string& name, const checks::Models& models,
-                 std::chrono::milliseconds timeout, const std::string& bundle, const Log& log);
+// One streamed request to `ep`, cut at `timeout`.
+Outcome probe_at(core::Result<api::Endpoint> ep, const checks::Models& models, std::chrono::milliseconds timeout);
+// A probe's evidence bundle, as a run's: its one request, results.json, summary.md, repro.sh. A
+// probe writes none of its own: whether it is worth keeping is known only when it has ended.
+void write_probe_bundle(const std::string& path, const std::string& name, const api::Endpoint& ep,
+                        const results::RunResult& r, const Log& log);
 
 struct ChecklistOptions {
   std::string rules_dir;  // empty: the built-in rules

@@ -1,6 +1,7 @@
 #include "serve/schedule.h"
 
 #include "core/clock.h"
+#include "core/interrupt.h"
 
 namespace infdoctor::serve {
 namespace {
@@ -13,7 +14,25 @@ int requests_of(const report::Tally& t) {
   return static_cast<int>(n);
 }
 
+// FNV-1a: a phase that stays the same for a name from run to run and from build to build.
+std::uint64_t name_hash(const std::string& name) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace
+
+Schedule::Clock::time_point slot_at_or_after(Schedule::Clock::time_point t, const std::string& name,
+                                             std::chrono::seconds interval) {
+  using D = Schedule::Clock::duration;
+  const D period = std::chrono::duration_cast<D>(interval);
+  if (period <= D::zero()) return t;
+  const D phase(static_cast<D::rep>(name_hash(name) % static_cast<std::uint64_t>(period.count())));
+  D past = (t.time_since_epoch() - phase) % period;  // how far t is past its slot
+  if (past < D::zero()) past += period;
+  return past == D::zero() ? t : t - past + period;
+}
 
 int TargetState::spent_last_hour(Clock::time_point now) {
   while (!spent.empty() && now - spent.front().first > kHour) spent.pop_front();
@@ -35,6 +54,7 @@ void Schedule::set_targets(std::vector<ServeTarget> targets) {
       st = std::make_shared<TargetState>();
       if (it != states_.end()) st->spent = it->second->spent;
       st->next_due = now;
+      st->version = ++versions_;
     }
     st->target = std::move(t);
     next[st->target.spec.name] = st;
@@ -62,14 +82,21 @@ void Schedule::loop(const std::function<void(TargetState&)>& run) {
       wake_.wait_until(lock, st->next_due);
       continue;  // a reload or stop may have changed what is due
     }
-    const auto started = Clock::now();
+    // Here rather than only in stop(): the signal may have come while the last run was ending, and
+    // whoever calls stop() looks for it only now and then.
+    if (core::stop_requested() != 0) {
+      stopping_ = true;
+      break;
+    }
+    const auto due = st->next_due;
     st->running = true;
     lock.unlock();
     run(*st);
     lock.lock();
     st->running = false;
-    st->next_due = started + st->target.interval;
-    if (st->next_due < Clock::now()) st->next_due = Clock::now() + st->target.interval;
+    const auto& t = st->target;
+    st->next_due = slot_at_or_after(due + t.interval / 2, t.spec.name, t.interval);
+    if (st->next_due < Clock::now()) st->next_due = slot_at_or_after(Clock::now() + t.interval / 2, t.spec.name, t.interval);
   }
 }
 
@@ -114,6 +141,7 @@ void Schedule::keep(TargetState& st, const Outcome& o, bool latest) {
   st.spent.emplace_back(Clock::now(), requests_of(t));
   if (!latest) return;
   st.totals.add(t);
+  st.version = ++versions_;
   st.last = o.result;
   st.exit_code = o.exit_code;
   st.run_seconds = o.seconds;
@@ -128,6 +156,11 @@ void Schedule::count(TargetState& st, const std::string& outcome) {
 void Schedule::each(const std::function<void(TargetState&)>& f) const {
   std::lock_guard lock(mu_);
   for (const auto& [_, st] : states_) f(*st);
+}
+
+void Schedule::with(TargetState& st, const std::function<void(TargetState&)>& f) const {
+  std::lock_guard lock(mu_);
+  f(st);
 }
 
 }  // namespace infdoctor::serve

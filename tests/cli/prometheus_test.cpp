@@ -3,19 +3,24 @@
 // provider with a planted fault, read back through Prometheus's query API.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "fake/demo_faults.h"
 #include "prom/exposition.h"
 #include "support/fronts.h"
 #include "support/results.h"
 #include "support/spawn.h"
+#include "support/timing.h"
 
 namespace infdoctor {
 namespace {
@@ -268,8 +273,8 @@ TEST_CASE("prometheus: a real Prometheus scrapes infdoctor serve before a fake w
   CHECK(exprs >= 4);
 
   // Runs rotate their bundles: with --keep-bundles 1, one is left, and /bundles serves it (the
-  // second run is due 60 s after the first began).
-  CHECK(eventually(prom, "infdoctor_runs_total{job=\"infdoctor\",target=\"slow\",outcome=\"completed\"} >= bool 2", 1, 90s));
+  // second run is due in the target's slot, 30 to 90 s after the first began).
+  CHECK(eventually(prom, "infdoctor_runs_total{job=\"infdoctor\",target=\"slow\",outcome=\"completed\"} >= bool 2", 1, 120s));
   const test::Fetched list = test::http_get(serve.url("/bundles/slow/"));
   CHECK(list.status == 200);
   std::size_t listed = 0;
@@ -510,6 +515,248 @@ TEST_CASE("prometheus: serve as a blackbox user expects: series from the start, 
   CHECK(refused.status == 403);
   CHECK(refused.body.find("needs --allow-target") != std::string::npos);
   CHECK(closed.stop().exit_code == 0);
+}
+
+// The lines of a log being written: each whole JSON line, the last one skipped while it is half
+// written (log_lines checks a finished log).
+std::vector<nlohmann::json> log_so_far(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(slurp(path));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded()) out.push_back(j);
+  }
+  return out;
+}
+
+std::size_t count_msg(const std::vector<nlohmann::json>& lines, const std::string& msg, const std::string& target = "") {
+  return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const nlohmann::json& l) {
+    return l.value("msg", "") == msg && (target.empty() || l.value("target", "") == target);
+  }));
+}
+
+// Polls the log until `done` holds of its lines, up to `limit`.
+bool log_reaches(const std::string& path, std::chrono::seconds limit, const std::function<bool(const std::vector<nlohmann::json>&)>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done(log_so_far(path))) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done(log_so_far(path));
+}
+
+// Every file under `dir`: its path relative to `dir`.
+std::vector<std::string> files_under(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    out.push_back(fs::relative(it->path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The kept bundles of a target: DIR/NAME/STAMP directories.
+std::vector<std::string> stamps_of(const std::string& bundles, const std::string& target) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(bundles + "/" + target, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory() && it->path().filename().string().size() == 16) out.push_back(it->path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_CASE("prometheus: serve on SIGTERM with many targets due starts no run after it, lets the one in flight end, and keeps "
+          "no bundle saying interrupted") {
+  // 100 probe targets, each run about 60 ms, all due at the start: they run one after another,
+  // and SIGTERM comes when about 30 have, the rest still due.
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 40, "decode_ms_per_token": 1}}})");
+  std::string conf;
+  for (int i = 0; i < 100; ++i) conf += "p" + std::to_string(100 + i) + "=" + server->base_url() + ",model=m,module=probe,interval=10s\n";
+  test::TempFile config(conf, "targets.conf");
+  const std::string bundles = config.dir() + "/b";
+  Serve serve({"--config", config.path(), "--bundles", bundles});
+  REQUIRE(log_reaches(serve.err_path, 30s, [](const auto& l) { return count_msg(l, "run finished") >= 30; }));
+  // /metrics joins each target's families as rendered when its run ended, some targets with a run
+  // and some without: still one block a family, every target there, clean for promtool.
+  test::TempFile scraped(test::http_get(serve.url("/metrics")).body, "metrics.txt");
+  auto exposition = prom::parse_exposition(slurp(scraped.path()));
+  REQUIRE(exposition.ok());
+  std::set<std::string> with_success, with_timestamp;
+  for (const auto& sample : exposition->samples) {
+    if (sample.name == "infdoctor_probe_success") with_success.insert(sample.label("target").value_or(""));
+    if (sample.name == "infdoctor_last_run_timestamp_seconds") with_timestamp.insert(sample.label("target").value_or(""));
+  }
+  CHECK(with_success.size() == 100);
+  CHECK(with_timestamp.size() >= 30);
+  CHECK(with_timestamp.size() < 100);
+  auto promtool = net::run_command({"sh", "-c", "promtool check metrics < '" + scraped.path() + "'"}, 30s);
+  REQUIRE(promtool.ok());
+  CHECK(promtool->exit_code == 0);
+  CHECK(promtool->out + promtool->err == "");
+  const auto signalled = std::chrono::steady_clock::now();
+  const double signalled_unix = core::unix_seconds_now();
+  const auto exit = serve.stop();
+  CHECK_FALSE(exit.timed_out);
+  CHECK(exit.exit_code == 0);
+
+  const auto lines = log_lines(serve.err_path);
+  const std::size_t started = count_msg(lines, "run started"), finished = count_msg(lines, "run finished");
+  std::size_t started_after = 0;
+  for (const auto& l : lines)
+    if (l.value("msg", "") == "run started" && core::parse_rfc3339_utc(l.value("time", "")).value_or(0) > signalled_unix) ++started_after;
+  std::size_t sent_after = 0;
+  for (const auto& r : server->served()) sent_after += r.arrived > signalled ? 1 : 0;
+  MESSAGE(started << " runs started of 100 targets due; " << started_after << " log a start after SIGTERM, " << sent_after
+                  << " request(s) reached the provider after it");
+  CHECK(started < 90);  // many were still due: the signal stopped them
+  // At most the run that had begun as the signal came: it goes on to its end, and is counted.
+  CHECK(started_after <= 1);
+  CHECK(sent_after <= 1);
+  CHECK(finished == started);
+  CHECK(count_msg(lines, "run stopped by the shutdown: its results and partial bundle are discarded") == 0);
+  for (const auto& l : lines) {
+    CAPTURE(l.dump());
+    CHECK(l.value("level", "") != "error");
+    CHECK(l.value("exit_code", 0) == 0);
+    CHECK(l.dump().find("interrupted") == std::string::npos);
+  }
+  // Each run that finished kept its bundle (a target's first run): none half written, none interrupted.
+  for (const auto& f : files_under(bundles)) {
+    CAPTURE(f);
+    CHECK(f.find(".partial-") == std::string::npos);
+    if (f.ends_with(".md") || f.ends_with(".html")) CHECK(slurp(bundles + "/" + f).find("interrupted") == std::string::npos);
+    if (f.ends_with("/results.json")) {
+      const auto j = nlohmann::json::parse(slurp(bundles + "/" + f), nullptr, false);
+      CHECK(j.value("partial", true) == false);
+      CHECK(j.value("unreachable", nlohmann::json()).is_null());
+    }
+  }
+  std::size_t stamps = 0;
+  for (int i = 0; i < 100; ++i) stamps += stamps_of(bundles, "p" + std::to_string(100 + i)).size();
+  CHECK(stamps == finished);
+}
+
+TEST_CASE("prometheus: serve cuts short a run still going after --shutdown-grace, discards it with its partial bundle, and "
+          "answers /metrics meanwhile") {
+  // "q" runs the quick checklist against a model that answers in about half a second; "a" probes
+  // a fast one first (targets run in name order).
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 10, "decode_ms_per_token": 1},
+                                                "slow": {"overhead_ms": 300, "decode_ms_per_token": 10}}})");
+  test::TempFile bundles("", "bundles");
+  const std::string dir = bundles.dir() + "/b";
+  Serve serve({"--bundles", dir, "--shutdown-grace", "2s", "--target",
+               "a=" + server->base_url() + ",model=m,module=probe,interval=1h", "--target",
+               "q=" + server->base_url() + ",model=slow,small=m,module=quick,interval=10m"});
+  REQUIRE(log_reaches(serve.err_path, 30s, [](const auto& l) { return count_msg(l, "run started", "q") == 1; }));
+  std::this_thread::sleep_for(1s);  // well into q's run, which takes over ten seconds
+  const auto signalled = std::chrono::steady_clock::now();
+  serve.child->send(SIGTERM);
+  // While the run has its grace the exporter still answers, and says it is stopping.
+  REQUIRE(log_reaches(serve.err_path, 5s, [](const auto& l) { return count_msg(l, "stopping (SIGTERM)") == 1; }));
+  CHECK(test::http_get(serve.url("/-/ready")).status == 503);
+  CHECK(test::http_get(serve.url("/probe?target=a")).status == 503);
+  const test::Fetched metrics = test::http_get(serve.url("/metrics"));
+  CHECK(metrics.status == 200);
+  CHECK(sample_value(sample_line(metrics.body, "infdoctor_run_in_progress{target=\"q\",")) == 1);
+  const auto exit = serve.child->wait(30s);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  MESSAGE("exited " << took << " s after SIGTERM, with a grace of 2 s");
+  CHECK_FALSE(exit.timed_out);
+  CHECK(exit.exit_code == 0);
+  CHECK(took > 1.9);
+  CHECK(took < 2.0 + 5.0 * test::kTimingSlack);  // the cut run ends within moments, then the server stops
+
+  const auto lines = log_lines(serve.err_path);
+  CHECK(count_msg(lines, "run stopped by the shutdown: its results and partial bundle are discarded", "q") == 1);
+  CHECK(count_msg(lines, "run finished", "q") == 0);
+  CHECK(count_msg(lines, "run finished", "a") == 1);
+  for (const auto& l : lines) {
+    CAPTURE(l.dump());
+    CHECK(l.value("level", "") != "error");
+    CHECK(l.dump().find("interrupted") == std::string::npos);
+  }
+  CHECK(lines.back()["msg"] == "stopped");
+  // q's partial bundle is gone; a's first run is kept, with why.
+  CHECK(files_under(dir + "/q").empty());
+  const auto kept = stamps_of(dir, "a");
+  REQUIRE(kept.size() == 1);
+  CHECK(slurp(dir + "/a/" + kept[0] + ".kept").find("\"reason\":\"first\"") != std::string::npos);
+}
+
+TEST_CASE("prometheus: serve keeps a probe target's bundle for a failure, its first run and a recovery, otherwise one per "
+          "--probe-bundle-every, and /bundles says why") {
+  // --probe-bundle-every 25s stands for the hour: probes every 10 s keep one bundle in 25 s.
+  auto server = test::start_fake(R"({"models": {"ok": {"overhead_ms": 10, "decode_ms_per_token": 1},
+      "down": {"overhead_ms": 5, "faults": [{"kind": "503", "every": 1}]},
+      "flaky": {"overhead_ms": 5, "faults": [{"kind": "503", "first": 1}]}}})");
+  test::TempFile bundles("", "bundles");
+  const std::string dir = bundles.dir() + "/b";
+  constexpr double kEvery = 25;
+  Serve serve({"--bundles", dir, "--keep-bundles", "10", "--probe-bundle-every", "25s", "--target",
+               "healthy=" + server->base_url() + ",model=ok,module=probe,interval=10s", "--target",
+               "failing=" + server->base_url() + ",model=down,module=probe,interval=10s", "--target",
+               "flaky=" + server->base_url() + ",model=flaky,module=probe,interval=10s"});
+  // The first run at once, the second in the target's slot 5 to 15 s later, then every 10 s: the
+  // fourth within 35 s.
+  CHECK(log_reaches(serve.err_path, 60s, [](const auto& l) {
+    return count_msg(l, "run finished", "healthy") >= 4 && count_msg(l, "run finished", "flaky") >= 3;
+  }));
+  const test::Fetched listing = test::http_get(serve.url("/bundles/healthy/"));
+  const test::Fetched failing_listing = test::http_get(serve.url("/bundles/failing/"));
+  const test::Fetched flaky_listing = test::http_get(serve.url("/bundles/flaky/"));
+  CHECK(serve.stop().exit_code == 0);
+  const auto lines = log_lines(serve.err_path);
+  const auto runs_of = [&](const std::string& target) {
+    std::vector<std::pair<double, std::string>> out;  // when each run finished, and why its bundle was kept ("" when not)
+    for (const auto& l : lines)
+      if (l.value("msg", "") == "run finished" && l.value("target", "") == target)
+        out.emplace_back(core::parse_rfc3339_utc(l.value("time", "")).value_or(0), l.value("kept", ""));
+    return out;
+  };
+
+  // Healthy: its first run, then one when 25 s have passed since the last kept (give or take the
+  // 0.2 s between a run's end and its log line), and none between.
+  const auto healthy = runs_of("healthy");
+  REQUIRE(healthy.size() >= 4);
+  CHECK(healthy[0].second == "first");
+  double last_kept = healthy[0].first;
+  std::size_t kept = 1;
+  for (std::size_t i = 1; i < healthy.size(); ++i) {
+    const double since = healthy[i].first - last_kept;
+    CAPTURE(i);
+    CAPTURE(since);
+    if (healthy[i].second.empty()) {
+      CHECK(since < kEvery + 0.2);
+      continue;
+    }
+    CHECK(healthy[i].second == "periodic");
+    CHECK(since > kEvery - 0.2);
+    last_kept = healthy[i].first;
+    ++kept;
+  }
+  MESSAGE("healthy: " << healthy.size() << " runs, " << kept << " bundles kept");
+  CHECK(kept >= 2);
+  CHECK(kept < healthy.size());
+  CHECK(stamps_of(dir, "healthy").size() == kept);
+  CHECK(listing.body.find("first: the target's first run since the exporter started") != std::string::npos);
+  CHECK(listing.body.find("periodic: no bundle of the target was kept for 25 seconds") != std::string::npos);
+
+  // Failing: every failure is kept.
+  const auto failing = runs_of("failing");
+  REQUIRE(failing.size() >= 3);
+  for (const auto& [_, why] : failing) CHECK(why == "failure");
+  CHECK(stamps_of(dir, "failing").size() == failing.size());
+  CHECK(failing_listing.body.find("failure: the run failed: ") != std::string::npos);
+  for (const auto& stamp : stamps_of(dir, "failing"))
+    CHECK(slurp(dir + "/failing/" + stamp + ".kept").find("\"reason\":\"failure\"") != std::string::npos);
+
+  // Flaky: its failure, then the recovery; the next healthy run within 25 s tells nothing new.
+  const auto flaky = runs_of("flaky");
+  REQUIRE(flaky.size() >= 3);
+  CHECK(flaky[0].second == "failure");
+  CHECK(flaky[1].second == "recovered");
+  if (flaky[2].first - flaky[1].first < kEvery - 0.2) CHECK(flaky[2].second.empty());
+  CHECK(flaky_listing.body.find("recovered: the first run to succeed after a failure") != std::string::npos);
 }
 
 TEST_CASE("prometheus: serve refuses a wrong target or listen address before it starts") {

@@ -1,5 +1,6 @@
 // The interrupt handlers in a child process, with signals raised synchronously: the first SIGINT
-// only sets the flag, a second one ends the process with 130; SIGTERM never ends it by itself.
+// only sets the flag, a second one ends the process with 130; SIGTERM never ends it by itself;
+// deferred (the exporter), the first signal only asks to stop.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -57,6 +58,29 @@ TEST_CASE("interrupt: SIGTERM sets the flag, a SIGTERM after it does not kill") 
     return 0;
   });
   CHECK(code == 0);
+}
+
+TEST_CASE("interrupt: deferred, the first SIGTERM only asks to stop, and interrupt_now or a second signal interrupts") {
+  CHECK(in_child([] {
+          defer_interrupts();
+          install_interrupt_handlers();
+          ::raise(SIGTERM);
+          if (stop_requested() != SIGTERM || interrupted()) return 11;  // asked, nothing cut yet
+          if (std::string(interrupt_name()) != "SIGTERM") return 12;
+          interrupt_now();
+          if (!interrupted() || interrupt_signal() != SIGTERM) return 13;
+          if (interrupted_error().message != "interrupted (SIGTERM)") return 14;
+          return 0;
+        }) == 0);
+  CHECK(in_child([] {
+          defer_interrupts();
+          install_interrupt_handlers();
+          ::raise(SIGINT);
+          if (interrupted()) return 21;
+          ::raise(SIGINT);  // the operator insists: what is in flight is cut now
+          if (!interrupted() || interrupt_signal() != SIGINT) return 22;
+          return 0;
+        }) == 0);
 }
 
 TEST_CASE("interrupt: without handlers, sleep_until sleeps the whole time") {
