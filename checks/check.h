@@ -115,6 +115,9 @@ struct Setting {
   // Numbers: the setting whose value bounds each number from above (the concurrency levels by
   // the cap on parallel streams); nullptr when none.
   const Setting* capped_by = nullptr;
+  // What --quick and --full set it to, as --set writes it; nullptr: that profile leaves the default.
+  const char* quick = nullptr;
+  const char* full = nullptr;
   constexpr std::string_view check() const { return std::string_view(key).substr(0, std::string_view(key).find('.')); }
   constexpr std::string_view name() const { return std::string_view(key).substr(std::string_view(key).find('.') + 1); }
 };
