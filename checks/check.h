@@ -2,6 +2,7 @@
 // The one interface every check implements. A check measures and never decides: it returns a
 // CheckResult (status, flat metrics with units in their names, raw samples, detail tables) and
 // reports failures inside it; nothing it meets is thrown past run().
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -166,6 +167,43 @@ std::string cell(double v, const char* unit = "");
 std::string cell(const std::optional<double>& v, const char* unit = "");
 std::string cell(const nlohmann::json& v, const char* unit = "");
 
+// A chart of the check's own measurements, declared by the check as its tables are (Check::charts):
+// report.html draws every check's charts, in run order, without knowing the check. Each point
+// says which request it came from (its request id), or nothing when the check derived it (a
+// level's median, the ends of a fit).
+struct ChartAxis {
+  std::string label;    // "prompt", "TTFT"
+  std::string unit;     // "tokens", "ms"; empty for none
+  bool counts = false;  // a count: whole-number ticks
+};
+struct ChartPoint {
+  double x = 0, y = 0;
+  std::string request_id;
+};
+// How a series is drawn: measured points alone, points joined in order, a fitted line, or a
+// reference the others are read against (a baseline drawn across).
+enum class SeriesKind { Points, Line, Fit, Reference };
+inline constexpr std::array kSeriesKindNames{core::NameRow<SeriesKind>{SeriesKind::Points, "points"},
+                                             core::NameRow<SeriesKind>{SeriesKind::Line, "line"},
+                                             core::NameRow<SeriesKind>{SeriesKind::Fit, "fit"},
+                                             core::NameRow<SeriesKind>{SeriesKind::Reference, "reference"}};
+static_assert(core::in_enum_order(kSeriesKindNames) && kSeriesKindNames.size() == 4);
+struct ChartSeries {
+  std::string name;
+  SeriesKind kind = SeriesKind::Line;
+  std::vector<ChartPoint> points;
+};
+struct Chart {
+  std::string id;  // the figure's in report.html: "ttft-vs-prompt"
+  std::string caption;
+  ChartAxis x, y;
+  std::vector<ChartSeries> series;
+};
+nlohmann::json to_json(const Chart& c);
+// A chart read back from results.json; one that does not have the shape says so in its caption
+// and draws nothing.
+Chart chart_from_json(const nlohmann::json& j);
+
 struct LabelledSample {
   api::RequestSample sample;
   nlohmann::json label;
@@ -184,6 +222,7 @@ struct CheckResult {
   nlohmann::json samples = nlohmann::json::array();
   nlohmann::json details = nlohmann::json::object();  // what the plots and other tools read
   std::vector<Table> tables;
+  std::vector<Chart> charts;  // the check's own (Check::charts), from what it returned
   double duration_ms = 0;
 
   static CheckResult start(std::string id);
@@ -380,6 +419,10 @@ class Check {
   // The time the plan spends waiting by design (idle gaps, a soak's minutes): the check's deadline
   // is --check-timeout on top of it, so a long gap or soak is never cut by the deadline.
   virtual std::chrono::milliseconds planned_wait() const { return std::chrono::milliseconds(0); }
+  // The charts of a result of this check: series of its own points, with axes and units, each
+  // point with the request it came from. Read after run() from whatever it returned (a failed or
+  // cut-short result too), so a chart with nothing to draw says "not measured" where it stands.
+  virtual std::vector<Chart> charts(const CheckResult& r) const { return {}; }
 };
 
 // One model request at a time for a check: every sample lands in the result, failures are

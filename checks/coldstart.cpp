@@ -72,6 +72,18 @@ class ColdstartCheck final : public Check {
     }
     return std::chrono::milliseconds(static_cast<long long>((total + longest) * 1000));
   }
+  // Time to first token after each idle gap, each request a point, against the back-to-back median.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries gap{"TTFT after the gap", SeriesKind::Line, {}}, base{"back-to-back baseline", SeriesKind::Reference, {}};
+    for (const auto& [s, label] : r.requests)
+      if (label.is_object() && label.contains("gap_s") && label["gap_s"].is_number())
+        if (const auto t = server_ttft_ms(s))
+          gap.points.push_back({label["gap_s"].get<double>(), *t + s.loading_wait_ms.value_or(0), s.request_id});
+    if (const auto b = r.metric(coldstart_metric::baseline_ttft_p50_ms); b && !gap.points.empty())
+      for (const double x : {gap.points.front().x, gap.points.back().x}) base.points.push_back({x, *b, ""});
+    return {{"ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.", {"idle", "s"},
+             {"TTFT", "ms"}, {gap, base}}};
+  }
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kColdstartInfo.id);

@@ -104,6 +104,22 @@ class ConcurrencyCheck final : public Check {
     return steps;
   }
 
+  // Median time to first token and output tokens a second at each level, by its parallel streams.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries ttft{"TTFT p50", SeriesKind::Line, {}}, throughput{"tokens/s", SeriesKind::Line, {}};
+    const auto levels = r.details.find("levels");
+    if (levels != r.details.end() && levels->is_array())
+      for (const auto& l : *levels) {
+        const double streams = l.value("streams", 0.0);
+        ttft.points.push_back({streams, l.value("ttft_p50_ms", 0.0), ""});
+        throughput.points.push_back({streams, l.value("throughput_tokens_per_s", 0.0), ""});
+      }
+    const ChartAxis streams{"parallel streams", "", true};
+    return {{"latency-vs-concurrency", "Median time to first token against parallel streams.", streams, {"TTFT", "ms"}, {ttft}},
+            {"throughput-vs-concurrency", "Output tokens per second against parallel streams.", streams,
+             {"output", "tokens/s"}, {throughput}}};
+  }
+
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kConcurrencyInfo.id);
     if (ctx.models().target.empty()) return out.skip("no --model given");

@@ -135,6 +135,21 @@ class SweepCheck final : public Check {
                        repeats_, "small", static_cast<long long>(p), 1});
     return steps;
   }
+  // Time to first token against prompt tokens, each prefill request a point, with the fitted line.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries measured{"measured", SeriesKind::Points, {}}, fit{"fit", SeriesKind::Fit, {}};
+    for (const auto& [s, label] : r.requests)
+      if (label.is_object() && label.value("sweep", "") == "prefill" && s.ttft_ms && s.prompt_tokens)
+        measured.points.push_back({static_cast<double>(*s.prompt_tokens), *s.ttft_ms, s.request_id});
+    const auto slope = r.metric(sweep_metric::prefill_ms_per_token), overhead = r.metric(sweep_metric::prefill_overhead_ms);
+    if (slope && overhead && !measured.points.empty()) {
+      const auto [lo, hi] = std::minmax_element(measured.points.begin(), measured.points.end(),
+                                                [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
+      for (const double x : {lo->x, hi->x}) fit.points.push_back({x, *overhead + *slope * x, ""});
+    }
+    return {{"ttft-vs-prompt", "Time to first token against prompt tokens, with the Theil-Sen fit.",
+             {"prompt", "tokens", true}, {"TTFT", "ms"}, {measured, fit}}};
+  }
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kSweepInfo.id);

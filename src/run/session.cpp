@@ -243,8 +243,14 @@ std::vector<results::RunResult> Session::measure_together(const std::vector<Sess
     sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get(), s->engine_.get()});
   }
   core::install_interrupt_handlers();
-  std::vector<results::RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);
+  const RunPlan& plan = sessions.front()->options_.plan;
+  std::vector<results::RunResult> results = run_interleaved(plan, sides);
   for (std::size_t i = 0; i < sessions.size(); ++i) results[i].models = sessions[i]->subject_.models;
+  // What each check shows of its result, drawn by the check that measured it.
+  for (auto& r : results)
+    for (auto& c : r.checks)
+      for (const auto& check : plan.checks)
+        if (check->info().id == c.id) c.charts = check->charts(c);
   for (std::size_t i = 0; i < sessions.size(); ++i)
     if (const api::Preset* p = api::find_preset(sessions[i]->subject_.preset))
       results[i].preset = preset_signals(*p, results[i]);
