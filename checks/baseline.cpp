@@ -107,6 +107,20 @@ class BaselineCheck final : public Check {
     return {{"short prompt, one at a time", samples_, "target", prompt_tokens_, max_tokens_},
             {"the same to the small model (with --small-model)", samples_, "small", prompt_tokens_, max_tokens_}};
   }
+  // Its own request to each model stands for the run: it shows a finding on any of its metrics,
+  // and any finding whose evidence no other check's requests show.
+  std::vector<ReproRequest> repro(const CheckResult& r, const std::string&, const Models& models) const override {
+    std::vector<ReproRequest> out;
+    for (const bool small : {false, true}) {
+      const std::string& model = small ? models.small : models.target;
+      if (model.empty()) continue;
+      const RunTtft t = run_ttft(r, [&](const LabelledSample& s) { return s.sample.model == model; });
+      if (!t.last) continue;
+      const int words = t.last->sample.prompt_words > 0 ? t.last->sample.prompt_words : prompt_tokens_;
+      out.push_back({small ? "the small model" : "the target model", small, words, max_tokens_, 0, t.median_ms});
+    }
+    return out;
+  }
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kBaselineInfo.id);

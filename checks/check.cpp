@@ -365,6 +365,19 @@ nlohmann::json samples_json(const CheckResult& r) {
   return out;
 }
 
+RunTtft run_ttft(const CheckResult& r, const std::function<bool(const LabelledSample&)>& pick) {
+  RunTtft out;
+  std::vector<double> ttft;
+  for (const auto& req : r.requests)
+    if (req.sample.ok && pick(req))
+      if (const auto v = server_ttft_ms(req.sample)) {
+        ttft.push_back(*v + req.sample.loading_wait_ms.value_or(0));
+        out.last = &req;
+      }
+  out.median_ms = stats::median(ttft).value_or(0);
+  return out;
+}
+
 std::optional<api::RequestSample> RequestLoop::send(const api::ChatRequest& req, const nlohmann::json& label) {
   if (stopped_) return std::nullopt;
   auto r = ctx_.chat({req});

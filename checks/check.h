@@ -406,6 +406,27 @@ nlohmann::json to_json(const LabelledSample& s);
 nlohmann::json samples_json(const CheckResult& r);
 
 
+// A request repro.sh sends again with curl, beside the run's own time to its first content
+// (without connection setup, with any wait for a loading model): a synthetic prompt of as many
+// words as the run sent, after the same idle gap.
+struct ReproRequest {
+  std::string what;           // "after 3 s idle", "2048 prompt tokens"
+  bool small_model = false;   // the small model, else the target
+  int prompt_words = 1;       // the synthetic prompt's words (api::synthetic_prompt)
+  long long max_tokens = 1;
+  double idle_before_s = 0;   // waited before sending it
+  double run_ttft_ms = 0;     // 0: a warm-up, nothing to compare with
+};
+
+// The run's median time to first content over the answered requests of `r` that `pick` takes, as
+// repro.sh prints it beside its own, and the last of them (how the run sent it); none taken:
+// median 0 and no last.
+struct RunTtft {
+  double median_ms = 0;
+  const LabelledSample* last = nullptr;
+};
+RunTtft run_ttft(const CheckResult& r, const std::function<bool(const LabelledSample&)>& pick);
+
 class Check {
  public:
   virtual ~Check() = default;
@@ -423,6 +444,14 @@ class Check {
   // point with the request it came from. Read after run() from whatever it returned (a failed or
   // cut-short result too), so a chart with nothing to draw says "not measured" where it stands.
   virtual std::vector<Chart> charts(const CheckResult& r) const { return {}; }
+  // How to reproduce what this check measured: the requests repro.sh sends again to show a
+  // finding that cites `metric`, one of this check's own as rules name it ("<check id>.<quantity>_<unit>");
+  // or, with `metric` empty, the requests that stand for the run as a whole (a finding whose
+  // evidence no check's requests show, or no finding). Empty when this check's requests do not
+  // show it. `r` is this check's result; `models` the models the run asked.
+  virtual std::vector<ReproRequest> repro(const CheckResult& r, const std::string& metric, const Models& models) const {
+    return {};
+  }
 };
 
 // One model request at a time for a check: every sample lands in the result, failures are

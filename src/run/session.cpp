@@ -3,14 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 
 #include "api/endpoint_spec.h"
-#include "checks/coldstart.h"
 #include "checks/replay.h"
 #include "core/message.h"
 #include "core/exit_code.h"
@@ -18,7 +15,6 @@
 #include "core/redact.h"
 #include "report/prometheus.h"
 #include "report/text.h"
-#include "stats/fit.h"
 
 namespace infdoctor::run {
 namespace {
@@ -36,110 +32,28 @@ core::Status try_output(const std::string& flag, const std::string& path) {
   return {};
 }
 
-// The requests that showed the run's top finding, for repro.sh to send again: a cold start's
-// warm request and the one after the idle gap that went cold; slow prefill's shortest and longest
-// prompts of the sweep; anything else the baseline's request to each model. Each with the run's
-// median time to first content over the requests it stands for.
-void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& steps, bundle::Context& bc) {
+// The requests that showed the run's top finding, for repro.sh to send again: asked of the check
+// that measured each metric the finding cites, in turn (Check::repro); when none of them shows
+// one, of each check in run order for the requests that stand for the run as a whole.
+void choose_repro(const results::RunResult& r, const RunPlan& plan, bundle::Context& bc) {
   const auto top = std::find_if(r.diagnosis.begin(), r.diagnosis.end(),
                                 [](const rules::Finding& f) { return f.severity != rules::Severity::Info; });
-  const std::string cause = top == r.diagnosis.end() ? "" : top->cause;
-  const auto check = [&](const char* id) -> const checks::CheckResult* {
-    for (const auto& c : r.checks)
-      if (c.id == id && c.status == checks::CheckStatus::Ok) return &c;
-    return nullptr;
-  };
-  const auto step_words = [&](const char* id, const std::string& model) {
-    for (const auto& p : steps)
-      if (p.check == id && p.step.model == model && p.step.prompt_tokens > 0) return static_cast<int>(p.step.prompt_tokens);
-    return 16;
-  };
-  // The run's median time to first content over the requests `pick` takes, with the last of them.
-  const auto gather = [](const checks::CheckResult& c, const std::function<bool(const nlohmann::json&, const api::RequestSample&)>& pick,
-                         double& ttft, const checks::LabelledSample*& last) {
-    std::vector<double> t;
-    for (const auto& req : c.requests)
-      if (req.sample.ok && pick(req.label, req.sample))
-        if (auto v = checks::server_ttft_ms(req.sample)) {
-          t.push_back(*v + req.sample.loading_wait_ms.value_or(0));
-          last = &req;
-        }
-    ttft = stats::median(t).value_or(0);
-    return !t.empty();
+  const auto ask = [&](const checks::CheckResult& c, const std::string& metric) -> std::vector<checks::ReproRequest> {
+    if (c.status != checks::CheckStatus::Ok) return {};
+    for (const auto& check : plan.checks)
+      if (check->info().id == c.id) return check->repro(c, metric, r.models);
+    return {};
   };
   bc.repro.clear();
-  if (cause == "cold_start") {
-    const auto* c = check("coldstart");
-    const auto threshold = metric(r, checks::coldstart_metric::threshold_s.name);
-    if (c && threshold) {
-      int words = step_words("coldstart", "target");
-      double warm = 0, cold = 0;
-      const checks::LabelledSample* last = nullptr;
-      const bool got_warm = gather(*c, [](const nlohmann::json& l, const api::RequestSample&) {
-        return l.value("phase", "") == "baseline";
-      }, warm, last);
-      const bool got_cold = gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
-        return l.contains("gap_s") && l["gap_s"].is_number() && std::abs(l["gap_s"].get<double>() - *threshold) < 1e-9;
-      }, cold, last);
-      if (last && last->sample.prompt_words > 0) words = last->sample.prompt_words;  // as the run sent it
-      if (got_warm && got_cold) {
-        // A model left idle since the run went cold again: the first request only warms it up.
-        bc.repro.push_back({"warm-up", false, words, 1, 0, 0});
-        bc.repro.push_back({"back to back (warm)", false, words, 1, 0, warm});
-        bc.repro_shows = rules::cause_and_scope(*top);
-        bc.repro.push_back({"after " + checks::format_number(*threshold) + " s idle", false, words, 1, *threshold, cold});
-        return;
-      }
+  if (top != r.diagnosis.end())
+    for (const auto& [metric, _] : top->evidence) {
+      for (const auto& c : r.checks)
+        if (bc.repro.empty() && c.id == metric.substr(0, metric.find('.'))) bc.repro = ask(c, metric);
+      if (!bc.repro.empty()) break;
     }
-  }
-  if (cause == "prefill_bound") {
-    if (const auto* c = check("sweep")) {
-      // The shortest and longest sizes asked, each sent again with the words the run sent for it.
-      int lo = 0, hi = 0;
-      for (const auto& req : c->requests)
-        if (req.label.value("sweep", "") == "prefill" && req.label.contains("prompt_tokens_asked") && req.sample.ok) {
-          const int w = req.label["prompt_tokens_asked"].get<int>();
-          if (lo == 0 || w < lo) lo = w;
-          hi = std::max(hi, w);
-        }
-      for (const int asked : {lo, hi}) {
-        if (asked == 0 || lo == hi) continue;
-        double ttft = 0;
-        const checks::LabelledSample* last = nullptr;
-        gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
-          return l.value("sweep", "") == "prefill" && l.value("prompt_tokens_asked", 0) == asked;
-        }, ttft, last);
-        if (!last) continue;
-        const int words = last->sample.prompt_words > 0 ? last->sample.prompt_words : asked;
-        const auto tokens = last->sample.prompt_tokens.value_or(words);
-        bc.repro.push_back({std::to_string(tokens) + " prompt tokens", false, words,
-                            std::max<long long>(1, last->sample.output_tokens.value_or(1)), 0, ttft});
-      }
-      if (bc.repro.size() == 2) {
-        bc.repro_shows = rules::cause_and_scope(*top);
-        return;
-      }
-      bc.repro.clear();
-    }
-  }
-  // Anything else: the baseline's request to each model.
-  if (const auto* c = check("baseline")) {
-    for (const bool small : {false, true}) {
-      const std::string& model = small ? r.models.small : r.models.target;
-      if (model.empty()) continue;
-      double ttft = 0;
-      const checks::LabelledSample* last = nullptr;
-      gather(*c, [&](const nlohmann::json&, const api::RequestSample& s) { return s.model == model; }, ttft, last);
-      if (!last) continue;
-      long long max_tokens = 64;
-      for (const auto& p : steps)
-        if (p.check == "baseline" && p.step.model == (small ? "small" : "target")) max_tokens = p.step.max_tokens;
-      const int words = last->sample.prompt_words > 0 ? last->sample.prompt_words : step_words("baseline", small ? "small" : "target");
-      bc.repro.push_back({small ? "the small model" : "the target model", small, words,
-                          max_tokens, 0, ttft});
-    }
-    if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
-  }
+  for (const auto& c : r.checks)
+    if (bc.repro.empty()) bc.repro = ask(c, "");
+  if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
 }
 
 }  // namespace
@@ -315,7 +229,7 @@ int Session::finish(results::RunResult& r) {
       if (!m.empty()) bc.models.push_back(m);
     bc.rules = rules_.files;
     if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
-    choose_repro(r, steps(), bc);
+    choose_repro(r, options_.plan, bc);
     bc.partial = !r.interrupted_by.empty();
     pacer_->set_sample_sink({});
     samples_.reset();
