@@ -297,7 +297,23 @@ void CheckContext::set_addresses(std::vector<std::string> a) {
   for (const auto& pin : endpoint_.resolve)
     if (pin.rfind(prefix, 0) == 0) return;
   const std::string& ip = addresses_.front();
+  pin_ = endpoint_.resolve.size();
   endpoint_.resolve.push_back(prefix + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip));
+}
+
+void CheckContext::mark_silent(const std::string& ip) {
+  if (!silent(ip)) silent_.push_back(ip);
+  if (!pin_) return;
+  const std::string prefix = target_.host + ":" + std::to_string(target_.port) + ":";
+  for (const auto& a : addresses_)
+    if (!silent(a)) {
+      endpoint_.resolve[*pin_] = prefix + (a.find(':') != std::string::npos ? "[" + a + "]" : a);
+      return;
+    }
+}
+
+bool CheckContext::silent(const std::string& ip) const {
+  return std::find(silent_.begin(), silent_.end(), ip) != silent_.end();
 }
 
 core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vector<api::ChatRequest>& reqs) {

@@ -357,6 +357,11 @@ class CheckContext {
   // Also pins the API host to the first address for every later request (unless --resolve did),
   // so every check measures the server the dns check found.
   void set_addresses(std::vector<std::string> a);
+  // An address that never answered a probe (the path check gave it up): later checks do not wait
+  // on it again, and when it is the one the requests were pinned to, the pin moves to the first
+  // address not known silent, as a client falls back to the next address it resolved.
+  void mark_silent(const std::string& ip);
+  bool silent(const std::string& ip) const;
   // Through a proxy (api::proxy_route): the proxy's addresses, which the requests connect to.
   const std::vector<std::string>& proxy_addresses() const { return proxy_addresses_; }
   void set_proxy_addresses(std::vector<std::string> a) { proxy_addresses_ = std::move(a); }
@@ -387,7 +392,8 @@ class CheckContext {
   std::function<void(const std::string&)> progress_;
   std::function<void(core::SteadyTime)> waiting_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
-  std::vector<std::string> addresses_, proxy_addresses_;
+  std::vector<std::string> addresses_, proxy_addresses_, silent_;
+  std::optional<std::size_t> pin_;  // the endpoint's pin this context added (set_addresses), by index
   Models models_;
 };
 

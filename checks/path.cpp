@@ -7,9 +7,11 @@
 // few TCP connects on the side, recorded as a fact (answered, refused, unreachable), never as loss
 // of the path the requests take.
 // Cannot tell: which direction of the path is slow, or delay inside the server's own host.
-// Emits, for the first address: path.{tcp_rtt_p50_ms,tcp_rtt_p90_ms,tcp_rtt_max_ms,
+// An address that answers no connect is given up after a few probes (checks/silence.h): said in
+// its row and counted, and later checks and the requests leave it (CheckContext::mark_silent).
+// Emits, for the first address that answered: path.{tcp_rtt_p50_ms,tcp_rtt_p90_ms,tcp_rtt_max_ms,
 // tcp_rtt_samples_count,tcp_loss_ratio,icmp_rtt_p50_ms,icmp_loss_ratio,hops_count,
-// last_hop_rtt_ms}; over all addresses: path.rtt_spread_ms.
+// last_hop_rtt_ms}; over all addresses: path.rtt_spread_ms, path.silent_addresses_count.
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/path.h"
+#include "checks/silence.h"
 #include "checks/registry.h"
 #include "core/json_text.h"
 #include "core/strings.h"
@@ -48,6 +51,9 @@ const CheckInfo kPathInfo{
      {path_metric::last_hop_rtt_ms.name, "ms", "median round trip of the last hop"},
      {path_metric::rtt_spread_ms.name, "ms", "slowest address's median TCP RTT minus the fastest's"},
      {path_metric::addresses_count.name, "count", "addresses probed"},
+     {path_metric::silent_addresses_count.name, "count",
+      "addresses that answered no TCP connect, given up after three in a row (a client that tries one first waits "
+      "before it falls back)"},
      {path_metric::tcp_refused_count.name, "count", "TCP connects refused (RST): the host answered, nothing listens on the port"},
      {path_metric::via_proxy_count.name, "count", "1 when the requests go through a proxy: the path probed is the one to the proxy"},
      {path_metric::direct_answered_ratio.name, "ratio",
@@ -107,17 +113,41 @@ class PathCheck final : public Check {
     std::optional<double> best, worst;
     std::optional<core::Error> first_error;
     bool any_answer = false;
+    int silent = 0;
     const std::size_t n_addr = std::min<std::size_t>(addrs.size(), static_cast<std::size_t>(max_addresses_));
+    const auto full_timeout = std::chrono::milliseconds(timeout_ms_);
+    auto connect = [&](const std::string& ip, int i, std::chrono::milliseconds timeout) {
+      ctx.progress("path: TCP connect " + ip + ":" + std::to_string(port) + " (" + std::to_string(i + 1) + "/" +
+                   std::to_string(samples_) + ")");
+      return ctx.probes().tcp_connect(ip, port, timeout);
+    };
+    // One connect to each address first, each given the full timeout. An address that has answered
+    // keeps the full timeout (a lost SYN sent again is a slow answer, measured); the probes of one
+    // that has not wait the retransmission timeout of the round trips the others answered in, and
+    // one that never answers is given up in a few of them (checks/silence.h).
+    std::vector<std::optional<net::ConnectProbe>> first(n_addr);
+    std::vector<double> answered;  // every round trip answered, all addresses
+    for (std::size_t ai = 0; ai < n_addr && ctx.before_deadline(); ++ai) {
+      first[ai] = connect(addrs[ai], 0, full_timeout);
+      if (first[ai]->rtt) answered.push_back(core::to_ms(*first[ai]->rtt));
+    }
+    // The path's metrics are the first answering address's: the one the requests go to (a silent
+    // address is skipped by clients and by the pin alike), the first address when none answered.
+    std::size_t primary = 0;
+    for (std::size_t ai = n_addr; ai-- > 0;)
+      if (first[ai] && first[ai]->rtt) primary = ai;
     for (std::size_t ai = 0; ai < n_addr; ++ai) {
       const std::string& ip = addrs[ai];
       nlohmann::json row = {{"address", ip}, {"port", port}};
       // TCP ping.
       std::vector<double> tcp;
       std::map<std::string, int> tcp_failures;
-      for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
-        ctx.progress("path: TCP connect " + ip + ":" + std::to_string(port) + " (" + std::to_string(i + 1) + "/" +
-                     std::to_string(samples_) + ")");
-        const auto p = ctx.probes().tcp_connect(ip, port, std::chrono::milliseconds(timeout_ms_));
+      AnswerWatch watch;
+      for (int i = 0; i < samples_ && ctx.before_deadline() && !watch.given_up(); ++i) {
+        const auto p = i == 0 && first[ai] ? *first[ai]
+                       : connect(ip, i, watch.answered() ? full_timeout : retransmission_timeout(answered, full_timeout));
+        watch.record(p.rtt.has_value());
+        if (p.rtt && i > 0) answered.push_back(core::to_ms(*p.rtt));
         if (p.rtt) tcp.push_back(core::to_ms(*p.rtt));
         if (!p.status.ok()) {
           ++tcp_failures[std::string(p.status.error().token())];
@@ -143,12 +173,19 @@ class PathCheck final : public Check {
                     {"samples_count", ts.count},
                     {"loss_ratio", tcp_loss},
                     {"failures", tcp_failures}};
+      if (watch.given_up()) {
+        // Said with what it cost here, and no later check waits on it again.
+        row["silent"] = {{"probes_count", watch.probes()}, {"note", "no answer to " + std::to_string(watch.probes()) +
+                                                                      " connects in a row: given up"}};
+        ctx.mark_silent(ip);
+        ++silent;
+      }
       if (ts.p50) {
         any_answer = true;
         best = best ? std::min(*best, *ts.p50) : *ts.p50;
         worst = worst ? std::max(*worst, *ts.p50) : *ts.p50;
       }
-      if (ai == 0) {
+      if (ai == primary) {
         out.add_summary({path_metric::tcp_rtt_p50_ms, path_metric::tcp_rtt_p90_ms, path_metric::tcp_rtt_max_ms,
                          path_metric::tcp_rtt_samples_count},
                         tcp);
@@ -159,9 +196,9 @@ class PathCheck final : public Check {
         if (auto it = tcp_failures.find("connect_refused"); it != tcp_failures.end()) out.set(path_metric::tcp_refused_count, it->second);
       }
       // ICMP echo.
-      if (icmp_) row["icmp"] = run_icmp(ctx, ip, ai == 0 ? &out : nullptr);
+      if (icmp_) row["icmp"] = run_icmp(ctx, ip, ai == primary ? &out : nullptr, retransmission_timeout(answered, full_timeout));
       // Hops.
-      if (trace_ != "off") row["hops"] = run_trace(ctx, ip, port, ai == 0 ? &out : nullptr);
+      if (trace_ != "off") row["hops"] = run_trace(ctx, ip, port, ai == primary ? &out : nullptr, watch.given_up());
       per_address.push_back(row);
     }
     out.details["addresses"] = per_address;
@@ -179,6 +216,7 @@ class PathCheck final : public Check {
                                                  : "the direct route to " + d.value("address", std::string()) + " is open too");
     }
     out.set(path_metric::addresses_count, static_cast<double>(n_addr));
+    out.set(path_metric::silent_addresses_count, silent);
     if (best && worst) out.set(path_metric::rtt_spread_ms, *worst - *best);
     if (!any_answer && first_error) return out.fail(*first_error);
     return out;
@@ -269,22 +307,30 @@ class PathCheck final : public Check {
         hops.rows.push_back({std::to_string(hop["ttl"].get<int>()), host, rtts.empty() ? "100%" : pct(hop["loss_ratio"]),
                              std::to_string(sent), cell(last), cell(avg), cell(lo), cell(hi)});
       }
-      if (!h["reached"].get<bool>()) hops.note = "the destination did not answer within the hop limit";
+      if (h.contains("gap_stopped"))
+        hops.note = "stopped after " + std::to_string(h["gap_stopped"].get<int>()) +
+                    " hops in a row answered no probe: the probes are dropped past the last hop shown";
+      else if (!h["reached"].get<bool>())
+        hops.note = "the destination did not answer within the hop limit";
       hop_tables.push_back(std::move(hops));
     }
     out.tables.push_back(std::move(rtt));
     for (auto& t : hop_tables) out.tables.push_back(std::move(t));
   }
 
-  nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary) const {
+  // Until an echo is answered, each waits `timeout` (the retransmission timeout of the connects
+  // answered); a host that drops ICMP, as many do, is given up as a silent address is.
+  nlohmann::json run_icmp(CheckContext& ctx, const std::string& ip, CheckResult* primary, std::chrono::milliseconds timeout) const {
     std::vector<double> rtt;
     int sent = 0;
-    for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
+    AnswerWatch watch;
+    for (int i = 0; i < samples_ && ctx.before_deadline() && !watch.given_up(); ++i) {
       ctx.progress("path: ICMP echo " + ip);
-      const auto p = ctx.probes().icmp_echo(ip, std::chrono::milliseconds(timeout_ms_), i + 1);
+      const auto p = ctx.probes().icmp_echo(ip, watch.answered() ? std::chrono::milliseconds(timeout_ms_) : timeout, i + 1);
       if (!p.status.ok() && p.status.error().code == core::ErrorCode::NotPermitted)
         return {{"status", "skipped"}, {"reason", p.status.error().message + ": " + p.status.error().detail}};
       ++sent;
+      watch.record(p.rtt.has_value());
       if (p.rtt) rtt.push_back(core::to_ms(*p.rtt));
       if (interval_ms_ > 0 && i + 1 < samples_) ctx.idle_until(ctx.clock().now() + std::chrono::milliseconds(interval_ms_));
     }
@@ -296,20 +342,23 @@ class PathCheck final : public Check {
                            rtt);
       primary->set(path_metric::icmp_loss_ratio, loss);
     }
-    return {{"status", "ok"},
-            {"p50_ms", s.p50 ? nlohmann::json(*s.p50) : nlohmann::json(nullptr)},
-            {"max_ms", s.max ? nlohmann::json(*s.max) : nlohmann::json(nullptr)},
-            {"samples_count", s.count},
-            {"loss_ratio", loss}};
+    nlohmann::json out = {{"status", "ok"},
+                          {"p50_ms", s.p50 ? nlohmann::json(*s.p50) : nlohmann::json(nullptr)},
+                          {"max_ms", s.max ? nlohmann::json(*s.max) : nlohmann::json(nullptr)},
+                          {"samples_count", s.count},
+                          {"loss_ratio", loss}};
+    if (watch.given_up()) out["note"] = "no echo answered in " + std::to_string(sent) + ": given up (ICMP dropped)";
+    return out;
   }
 
-  nlohmann::json run_trace(CheckContext& ctx, const std::string& ip, int port, CheckResult* primary) const {
+  // To a silent address one probe a hop: where its packets stop is what is left to learn.
+  nlohmann::json run_trace(CheckContext& ctx, const std::string& ip, int port, CheckResult* primary, bool silent) const {
     ctx.progress("path: hops to " + ip);
     net::TraceOptions to;
     to.mode = trace_ == "tcp" ? net::TraceMode::Tcp : net::TraceMode::Udp;
     if (to.mode == net::TraceMode::Tcp) to.port = port;
     to.max_hops = max_hops_;
-    to.probes_per_hop = probes_per_hop_;
+    to.probes_per_hop = silent ? 1 : probes_per_hop_;
     to.probe_timeout = std::chrono::milliseconds(std::min(timeout_ms_, 1000));
     to.deadline = ctx.deadline();
     const net::Trace tr = ctx.probes().trace(ip, to);
@@ -340,6 +389,7 @@ class PathCheck final : public Check {
       if (last_p50) primary->set(path_metric::last_hop_rtt_ms, *last_p50);
     }
     nlohmann::json out = {{"mode", trace_}, {"reached", tr.reached}, {"table", hops}};
+    if (tr.gap_stopped) out["gap_stopped"] = to.gap_limit;
     if (!tr.status.ok()) {
       out["status"] = "skipped";
       out["reason"] = tr.status.error().message + ": " + tr.status.error().detail;

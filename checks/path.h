@@ -22,6 +22,7 @@ inline constexpr MetricKey hops_count{"path.hops_count"};
 inline constexpr MetricKey last_hop_rtt_ms{"path.last_hop_rtt_ms"};
 inline constexpr MetricKey rtt_spread_ms{"path.rtt_spread_ms"};
 inline constexpr MetricKey addresses_count{"path.addresses_count"};
+inline constexpr MetricKey silent_addresses_count{"path.silent_addresses_count"};
 inline constexpr MetricKey tcp_refused_count{"path.tcp_refused_count"};
 inline constexpr MetricKey via_proxy_count{"path.via_proxy_count"};
 inline constexpr MetricKey direct_answered_ratio{"path.direct_answered_ratio"};
@@ -38,7 +39,8 @@ inline constexpr Setting samples{
     .quick = "5", .full = "20"};
 inline constexpr Setting timeout_ms{
     .key = "path.timeout_ms", .kind = SettingKind::Whole, .def = "2000", .lo = 10, .hi = 60000,
-    .help = "the wait for each probe, ms"};
+    .help = "the wait for each probe, ms; once a probe was answered, the probes of an address not yet answered "
+            "wait the retransmission timeout of the round trips answered (RFC 6298: at least 1 s) instead"};
 inline constexpr Setting interval_ms{
     .key = "path.interval_ms", .kind = SettingKind::Whole, .def = "50", .lo = 0, .hi = 10000,
     .help = "the pause between probes, ms"};

@@ -128,7 +128,9 @@ class SweepCheck final : public Check {
       steps.push_back({"prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens", repeats_, "target",
                        static_cast<long long>(p), prefill_max_tokens_});
     for (double m : max_tokens_)
-      steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)), repeats_, "target",
+      steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)) +
+                           (repeats_ > 1 ? " (repeated unless the first agrees with the smaller sizes)" : ""),
+                       repeats_, "target",
                        decode_prompt_, static_cast<long long>(m)});
     for (const double p : small_sizes())
       steps.push_back({"the small model's prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens",
@@ -279,7 +281,7 @@ class SweepCheck final : public Check {
     if (auto f = stats::theil_sen(cx, cy)) set_physical(out, sweep_metric::decode_context_ms_per_1k_tokens, f->slope * 1000);
 
     // Decode.
-    std::vector<double> dx, dy, tpot;
+    std::vector<double> dx, dy, tpot, decode_ttft, not_repeated;
     int stopped_early = 0;
     double most = 0;
     // A size the check's deadline cannot hold is not sent: at the median time per token and to
@@ -296,7 +298,15 @@ class SweepCheck final : public Check {
                                   " s left before the check's deadline (--check-timeout)";
         break;
       }
+      const std::vector<double> tpot_before = tpot, ttft_before = decode_ttft;
+      std::optional<double> first_tpot, first_ttft;
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        // Sequential: the repeats of a size go out only while its first request could be a
+        // one-off; one whose pace and first token agree with the sizes before it is not repeated.
+        if (rep == 1 && first_tpot && first_ttft && agrees(tpot_before, *first_tpot) && agrees(ttft_before, *first_ttft)) {
+          not_repeated.push_back(mt);
+          break;
+        }
         ctx.progress("sweep: decode with max_tokens " + std::to_string(static_cast<int>(mt)));
         api::ChatRequest req = api::synthetic_request(ctx.models().target, decode_prompt_, static_cast<int>(mt));
         auto s = loop.send(req, {{"sweep", "decode"}, {"max_tokens", mt}});
@@ -313,10 +323,20 @@ class SweepCheck final : public Check {
         if (s->tpot_ms) {
           tpot.push_back(*s->tpot_ms);
           seen_tpot.push_back(*s->tpot_ms);
+          if (rep == 0) first_tpot = *s->tpot_ms;
         }
-        if (auto t = server_ttft_ms(*s)) seen_ttft.push_back(*t);
+        if (auto t = server_ttft_ms(*s)) {
+          seen_ttft.push_back(*t);
+          decode_ttft.push_back(*t);
+          if (rep == 0) first_ttft = *t;
+        }
       }
     }
+    if (!not_repeated.empty())
+      out.details["not_repeated"] = {
+          {"max_tokens", not_repeated},
+          {"why", "the first request's time per token and first token each within 3 MAD or a tenth of the median of the "
+                  "smaller sizes' requests: a repeat would only have said it again"}};
     out.set(sweep_metric::decode_samples_count, static_cast<double>(dx.size()));
     out.set(sweep_metric::stopped_early_count, stopped_early);
     out.set(sweep_metric::max_output_tokens_count, most);
@@ -339,6 +359,15 @@ class SweepCheck final : public Check {
   }
 
  private:
+  // A decode request agrees with the earlier ones when its value is within 3 MAD or a tenth of
+  // their median, whichever is wider (the cache check's bar for a first token that differs); four
+  // earlier values at least, so the scatter is the run's own.
+  static bool agrees(const std::vector<double>& earlier, double v) {
+    if (earlier.size() < 4) return false;
+    const double m = *stats::median(earlier);
+    return std::abs(v - m) <= std::max(3 * stats::mad(earlier), 0.1 * m);
+  }
+
   std::vector<double> prompts_, max_tokens_;
   int repeats_, decode_prompt_, prefill_max_tokens_;
 };

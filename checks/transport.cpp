@@ -14,6 +14,7 @@
 #include "checks/check.h"
 #include "checks/registry.h"
 #include "checks/transport.h"
+#include "checks/silence.h"
 #include "stats/fit.h"
 
 namespace infdoctor::checks {
@@ -97,24 +98,41 @@ class TransportCheck final : public Check {
                           {"address", "connect", "TLS", "ttfb", "reused", "saves", "TLS, ALPN, chain", "keep-alive"}, {}, ""};
     std::optional<double> best, worst;
     std::optional<core::Error> first_error;
-    int failures = 0;
-    bool any_ok = false;
+    int failures = 0, silent = 0;
+    bool any_ok = false, primary_taken = false;
+    std::vector<double> answered_connects;  // every connect answered, all addresses
+    // An address the path check gave up on is not waited on again, a fact already, said here;
+    // unless every one was, when the host is unreachable and the connects say how.
+    const bool some_answered = std::any_of(addrs.begin(), addrs.begin() + static_cast<std::ptrdiff_t>(n_addr),
+                                           [&](const std::string& ip) { return !ctx.silent(ip); });
     for (std::size_t ai = 0; ai < n_addr; ++ai) {
       const std::string& ip = addrs[ai];
+      if (!proxy && some_answered && ctx.silent(ip)) {
+        per_address.push_back({{"address", ip}, {"silent", {{"note", "answered no connect of the path check: not probed"}}}});
+        addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
+        ++silent;
+        continue;
+      }
       const std::string pin =
           proxy ? "" : t.host + ":" + std::to_string(t.port) + ":" + (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip);
+      AnswerWatch watch;
       std::vector<double> connect, tunnel, tls, ttfb, wait, reused;
       std::optional<http::TlsInfo> tls_info;
       std::string http_version;
       long http_status = 0;
       int reuse_hits = 0, reuse_tries = 0, not_found = 0;
       // Fresh connections: each pays DNS-free connect and TLS (the address is pinned).
-      for (int i = 0; i < samples_ && ctx.before_deadline(); ++i) {
+      for (int i = 0; i < samples_ && ctx.before_deadline() && !watch.given_up(); ++i) {
         ctx.progress("transport: fresh connection to " + ip + " (" + std::to_string(i + 1) + "/" +
                      std::to_string(samples_) + ")");
         http::Request req = make_request(ctx, pin, /*fresh=*/true);
+        // Until the address answers a connect, it is given the retransmission timeout of the
+        // connects the others answered in (checks/silence.h), not the whole connect timeout.
+        if (!watch.answered()) req.connect_timeout = retransmission_timeout(answered_connects, req.connect_timeout);
         const http::Response r = ctx.http().perform(req);
         record_sample(out, ip, "fresh", r);
+        watch.record(r.status.ok() || r.failed_phase != "connect" || r.status.error().code == core::ErrorCode::ConnectRefused);
+        if (auto v = r.connect_phase()) answered_connects.push_back(core::to_ms(*v));
         if (!r.status.ok()) {
           ++failures;
           if (!first_error) {
@@ -138,6 +156,15 @@ class TransportCheck final : public Check {
       // is only given one): what a new connection costs a client that keeps its TLS sessions.
       std::vector<double> resumed_tls;
       int resume_tries = 0, resumed = 0;
+      if (watch.given_up()) {
+        per_address.push_back({{"address", ip}, {"silent", {{"probes_count", watch.probes()},
+                                                            {"note", "no answer to " + std::to_string(watch.probes()) +
+                                                                         " connects in a row: given up"}}}});
+        addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
+        ctx.mark_silent(ip);
+        ++silent;
+        continue;
+      }
       for (int i = 0; t.scheme == "https" && i <= samples_ && ctx.before_deadline(); ++i) {
         ctx.progress("transport: fresh connection offering a TLS session to " + ip);
         http::Request req = make_request(ctx, pin, /*fresh=*/true);
@@ -207,7 +234,8 @@ class TransportCheck final : public Check {
         best = best ? std::min(*best, *cs.p50) : *cs.p50;
         worst = worst ? std::max(*worst, *cs.p50) : *cs.p50;
       }
-      if (ai == 0) {
+      if (!primary_taken) {  // the first address that answered: the one the requests go to
+        primary_taken = true;
         // Its samples are counted by their first bytes (samples_count), not by their connects.
         out.add_summary({transport_metric::connect_p50_ms, transport_metric::connect_p90_ms, transport_metric::connect_max_ms},
                         connect);
@@ -243,6 +271,7 @@ class TransportCheck final : public Check {
       }
     }
     out.details["addresses"] = per_address;
+    if (silent > 0) addresses_table.note = std::to_string(silent) + " of the addresses answered no connect";
     if (!addresses_table.rows.empty()) out.tables.push_back(std::move(addresses_table));
     out.set(transport_metric::failures_count, failures);
     out.set(transport_metric::addresses_count, static_cast<double>(n_addr));

@@ -99,6 +99,7 @@ Lab::Lab(Config config) : config_(config) {
   for (const auto& ns : {router_, server_})
     ok_ = ok_ && sh({"ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=0"});
   ok_ = ok_ && sh({"ip", "netns", "exec", client_, "sysctl", "-qw", "net.ipv4.ping_group_range=1 0"});
+  ok_ = ok_ && sh({"ip", "-n", router_, "route", "add", "blackhole", kSilentIp});
   if (config_.direct_closed) ok_ = ok_ && sh({"ip", "-n", client_, "route", "add", "prohibit", kServerIp});
   if (!ok_) return;
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC);

@@ -2,6 +2,7 @@
 // The network lab: three namespaces joined into a chain client -> router -> server.
 //
 //   client (192.0.2.2) --veth-- (192.0.2.1) router (198.51.100.1) --TUN wire-- (198.51.100.2) server
+//                                                 \-- 198.51.100.3: a black hole, answers nothing
 //
 // The kernel here has no netem qdisc, so the router-server link is two TUN devices and a
 // userspace wire between them (a thread of the test) that holds each packet for the configured
@@ -22,6 +23,9 @@ class Lab {
   static constexpr const char* kRouterIp = "192.0.2.1";
   static constexpr const char* kRouterWireIp = "198.51.100.1";
   static constexpr const char* kServerIp = "198.51.100.2";
+  // An address beside the server's that answers nothing: the router drops what is sent to it
+  // (a blackhole route: no ICMP either), as a stale DNS record or a dead load balancer does.
+  static constexpr const char* kSilentIp = "198.51.100.3";
 
   struct Config {
     double one_way_delay_ms = 0;  // each direction of the router-server link

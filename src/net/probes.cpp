@@ -1,5 +1,7 @@
 #include "net/probes.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/errqueue.h>
@@ -414,6 +416,7 @@ Trace trace_hops(const std::string& ip, const TraceOptions& opts) {
   }
   const bool udp = opts.mode == TraceMode::Udp;
   int udp_port = opts.port;
+  int silent_in_row = 0;
   for (int ttl = 1; ttl <= opts.max_hops && !out.reached; ++ttl) {
     Hop hop;
     hop.ttl = ttl;
@@ -436,8 +439,15 @@ Trace trace_hops(const std::string& ip, const TraceOptions& opts) {
       hop.probes.push_back(std::move(r.probe));
     }
     out.reached = hop.reached;
+    const bool silent = !hop.probes.empty() && std::none_of(hop.probes.begin(), hop.probes.end(),
+                                                            [](const HopProbe& p) { return !p.address.empty(); });
+    silent_in_row = silent ? silent_in_row + 1 : 0;
     if (!hop.probes.empty()) out.hops.push_back(std::move(hop));
     if (stop) break;
+    if (opts.gap_limit > 0 && silent_in_row >= opts.gap_limit && !out.reached) {
+      out.gap_stopped = true;
+      break;
+    }
   }
   return out;
 }

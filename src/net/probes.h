@@ -45,11 +45,16 @@ struct TraceOptions {
   int probes_per_hop = 3;
   std::chrono::milliseconds probe_timeout{1000};
   core::SteadyTime deadline = core::SteadyTime::max();
+  // Hops in a row with no answer to any probe after which the trace stops (scamper's gap limit,
+  // 5 by default): past a point that drops the probes, every further hop would wait out every
+  // probe's timeout to show nothing. 0: no limit.
+  int gap_limit = 5;
 };
 struct Trace {
   core::Status status;  // NotPermitted or Io when no probe could be sent
   std::vector<Hop> hops;
   bool reached = false;
+  bool gap_stopped = false;  // stopped at the gap limit
 };
 Trace trace_hops(const std::string& ip, const TraceOptions& opts);
 

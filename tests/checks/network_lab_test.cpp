@@ -9,6 +9,7 @@
 #include "net/subprocess.h"
 #include "fake/dns_server.h"
 #include "support/fake_process.h"
+#include "support/results.h"
 #include "support/seed.h"
 #include "fake/lab.h"
 
@@ -176,6 +177,64 @@ TEST_CASE("lab: a black hole never holds a check past its deadline") {
   CHECK(j["checks"]["path"]["duration_ms"].get<double>() < 3000 + 1000);
   CHECK(j["checks"]["transport"]["duration_ms"].get<double>() < 3000 + 1000);
   CHECK(took_s < 2 * 4 + 2);
+}
+
+TEST_CASE("lab: an address of the API host that never answers costs a few probes, not their timeouts, and the requests go to one that answers") {
+  if (!lab_available()) return;
+  const double one_way = std::uniform_real_distribution<double>(5, 25)(test::rng());
+  Lab lab({one_way, 0.0});
+  REQUIRE_MESSAGE(lab.ok(), lab.error());
+  auto server = fake_in(lab.server_ns(), Lab::kServerIp, 8443,
+                        R"({"models": {"Llama-3.1-70B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 5},
+                                       "Llama-3.1-8B-Instruct": {"overhead_ms": 20, "decode_ms_per_token": 2}}})");
+  // The silent address first, as a stale record that a resolver returns first half the time.
+  std::unique_ptr<fake::DnsResponder> dns;
+  fake::in_netns(lab.router_ns(), [&] {
+    dns = std::make_unique<fake::DnsResponder>(
+        Lab::kRouterIp, 53,
+        std::map<std::string, fake::DnsName>{
+            {"api.lab.test", fake::DnsName{fake::DnsMode::Answer, {Lab::kSilentIp, Lab::kServerIp}, {}, 60}}},
+        0);
+  });
+  const auto t0 = core::SteadyClock::now();
+  int rc = -1;
+  // The path and transport checks at their defaults: 10 connects and echoes at 2 s each, a hop
+  // table to 30 hops, 17 requests at the 10 s connect timeout, would wait minutes on it.
+  const auto j = run_in(lab,
+                        {"--base-url", "https://api.lab.test:8443/v1", "--cacert", test::ca_pem(), "--resolver",
+                         std::string(Lab::kRouterIp) + ":53", "--no-system-resolvers", "--model",
+                         "Llama-3.1-70B-Instruct", "--small-model", "Llama-3.1-8B-Instruct", "--checks",
+                         "dns,path,transport,baseline"},
+                        false, &rc, 150s);
+  const double took_s = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+  const auto& path = j["checks"]["path"];
+  const auto& rows = path["details"]["addresses"];
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["address"] == Lab::kSilentIp);
+  CHECK(rows[0].contains("silent"));
+  CHECK(rows[1]["address"] == Lab::kServerIp);
+  CHECK_FALSE(rows[1].contains("silent"));
+  CHECK(m(j, "path", "silent_addresses_count") == 1);
+  // The path's round trip is the answering address's.
+  CHECK(near_planted(m(j, "path", "tcp_rtt_p50_ms"), 2 * one_way));
+  CHECK(near_planted(m(j, "transport", "connect_p50_ms"), 2 * one_way));
+  CHECK(j["checks"]["transport"]["details"]["addresses"][0].contains("silent"));
+  // One connect at the full 2 s, two at RFC 6298's 1 s floor; three echoes at 1 s; five hops of
+  // one probe at 1 s: about 12 s, whatever the timeouts.
+  CHECK(path["duration_ms"].get<double>() < 20000);
+  CHECK(j["checks"]["transport"]["duration_ms"].get<double>() < 5000);
+  // The requests went to the answering address.
+  CHECK(j["checks"]["baseline"]["status"] == "ok");
+  CHECK(m(j, "baseline", "ttft_p50_ms") > 0);
+  const auto* f = test::finding(j, "network.silent_address");
+  REQUIRE(f != nullptr);
+  CHECK((*f)["cause"] == "network_rtt");
+  CHECK((*f)["severity"] == "info");
+  CHECK((*f)["impact_ms"].get<double>() ==
+        doctest::Approx(250 * 0.5 * j["run"]["metrics"]["workload_new_connection_ratio"].get<double>()));
+  MESSAGE("one way " << one_way << " ms; path " << path["duration_ms"] << " ms, transport "
+                     << j["checks"]["transport"]["duration_ms"] << " ms, run " << took_s << " s; exit " << rc << "; "
+                     << (*f)["title"].get<std::string>() << " at " << (*f)["impact_ms"] << " ms");
 }
 
 TEST_CASE("lab: a far endpoint is diagnosed as network_rtt first") {

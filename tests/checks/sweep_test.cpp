@@ -8,6 +8,7 @@
 #include "run/pacer.h"
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/seed.h"
 
 namespace infdoctor {
 
@@ -28,6 +29,40 @@ TEST_CASE("sweep: planted 80 ms overhead, 0.5 ms per prompt token and 25 ms per 
   CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(25.0).epsilon(0.05));
   CHECK(test::metric(c, "tpot_p50_ms") == doctest::Approx(25.0).epsilon(0.05));
   CHECK(test::metric(c, "stopped_early_count") == 0);
+}
+
+namespace {
+// The decode requests the sweep sent at `max_tokens`.
+int decode_requests_at(const checks::CheckResult& c, double max_tokens) {
+  int n = 0;
+  for (const auto& [s, label] : c.requests)
+    if (label.is_object() && label.value("sweep", "") == "decode" && label.value("max_tokens", 0.0) == max_tokens) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("sweep: a decode size whose first request agrees with the smaller sizes is not repeated, one that does not is") {
+  const double decode = std::uniform_real_distribution<double>(3, 8)(test::rng());
+  const std::string model = R"("decode_ms_per_token": )" + std::to_string(decode) + R"(, "overhead_ms": 30, "jitter_ms": 2)";
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,8,24,64"}, {"sweep.repeats", "2"}};
+  SUBCASE("steady: the largest size once, the fit as before") {
+    auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {)" + model + "}}}");
+    const auto c = test::run_check("sweep", {server->base_url(), settings, "", {"Qwen2.5-7B-Instruct", ""}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(decode_requests_at(c, 24) == 2);  // too few before it to know the scatter
+    CHECK(decode_requests_at(c, 64) == 1);
+    CHECK(c.details["not_repeated"]["max_tokens"] == nlohmann::json({64.0}));
+    CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(decode).epsilon(0.05));
+  }
+  SUBCASE("a stall past 30 tokens: the largest size's first is off the others, so it is repeated") {
+    auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {)" + model +
+                                   R"(, "faults": [{"kind": "stall", "every": 1, "after_tokens": 30, "stall_ms": 400}]}}})");
+    const auto c = test::run_check("sweep", {server->base_url(), settings, "", {"Qwen2.5-7B-Instruct", ""}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(decode_requests_at(c, 64) == 2);
+    CHECK_FALSE(c.details.contains("not_repeated"));
+  }
 }
 
 TEST_CASE("sweep: responses that stop before max_tokens are counted") {

@@ -11,7 +11,12 @@
 //     little with the context, no server-timing headers.
 // Every draw is seeded: a row names its seed, its models and what it drew, so it reproduces.
 //
-//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--traits a,b] [--list]
+//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--traits a,b] [--against BIN] [--list]
+//
+// --against BIN runs each row on another infdoctor first (a build of an earlier commit), then on
+// this one, and prints per row the seconds each took to its diagnosis and whether the diagnosis
+// stayed (the same first cause, its impact within 15 %), with the medians; the table goes to
+// build/tests/artifacts/real_world_against.txt.
 //
 // --traits puts traits of production servers and gateways under every row, besides the cause:
 // `no_usage` (no usage in the stream however asked, two tokens an event, ': keep-alive' comment
@@ -361,13 +366,18 @@ const std::vector<Cause>& causes() {
 struct Row {
   std::string cause, draw, planted, background, expected, got, top_ms, explained, note;
   bool pass = false, skipped = false;
+  std::string first;        // the first cause above info, "" when none
+  double top = 0;           // its impact, ms
+  double seconds = 0;       // the run's own wall time, start to its diagnosis
 };
 
 struct Traits {
   bool no_usage = false, proxy = false;
 };
 
-Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits) {
+// `binary`: the infdoctor that runs the row; `tag`: added to the kept results' name.
+Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits, const std::string& binary,
+            const std::string& tag = "") {
   Row row;
   row.cause = c.name;
   row.draw = std::to_string(seed);
@@ -427,7 +437,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits) 
   std::vector<std::string> argv = {"/usr/bin/env", "-u", "no_proxy", "-u", "NO_PROXY", "-u", "https_proxy", "-u",
                                    "HTTPS_PROXY", "-u", "http_proxy", "-u", "all_proxy", "-u", "ALL_PROXY"};
   if (!(*env)->proxy_url().empty()) argv.push_back("https_proxy=" + (*env)->proxy_url());
-  argv.insert(argv.end(), {driven("INFDOCTOR_TEST_BIN", INFDOCTOR_BIN), "run", "--base-url", (*env)->base_url(), "--model", b.target_name,
+  argv.insert(argv.end(), {binary, "run", "--base-url", (*env)->base_url(), "--model", b.target_name,
                                    "--small-model", b.small_name, "--api-key-env", "INFDOCTOR_MATRIX_NO_KEY",
                                    "--json", "-", "-s"});
   if (!(*env)->cacert().empty()) argv.insert(argv.end(), {"--cacert", (*env)->cacert()});
@@ -435,6 +445,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits) 
   argv.insert(argv.end(), p.extra.begin(), p.extra.end());
   std::string out;
   int exit_code = -1;
+  const auto started = std::chrono::steady_clock::now();
   (*env)->run_client([&] {
     auto r = net::run_command(argv, std::chrono::seconds(900));
     if (r.ok() && !r->timed_out) {
@@ -443,10 +454,11 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits) 
     }
     return 0;
   });
+  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const auto j = json::parse(out, nullptr, false);
   const auto kept = std::filesystem::path(INFDOCTOR_BUILD_DIR) / "tests" / "artifacts" / "real_world";
   std::filesystem::create_directories(kept);
-  std::ofstream(kept / (c.name + "-" + row.draw + ".json")) << out;  // results.json of the row, to look into
+  std::ofstream(kept / (c.name + "-" + row.draw + tag + ".json")) << out;  // results.json of the row, to look into
   if (j.is_discarded() || !j.contains("diagnosis")) {
     row.got = "no results (exit " + std::to_string(exit_code) + ")";
     return row;
@@ -467,15 +479,58 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits) 
   const double explained = metrics.contains("explained_ratio") ? metrics["explained_ratio"].get<double>() : 0.0;
   row.explained = metrics.contains("explained_ratio") ? fmt("%.0f %%", 100 * explained) : "-";
   const std::string first = found.empty() ? "" : found[0].substr(0, found[0].find('@'));
+  row.first = first;
+  row.top = top;
   // A healthy row is clean, and its measured terms explain at least 90 % of its requests' time.
   row.pass = c.expect.empty() ? found.empty() && explained >= 0.9 : first == c.expect;
   return row;
+}
+
+// --against: each row's seconds to its diagnosis on the other binary and on this one, and whether
+// the diagnosis stayed: the same first cause, its impact within 15 %. Exits non-zero when one
+// did not.
+int print_against(const std::vector<Row>& after, const std::vector<Row>& before, const std::string& other) {
+  std::ostringstream table;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-18s %-6s %8s %8s  %-22s %-22s %9s  %s\n", "cause", "seed", "before s", "after s",
+                "first before", "first after", "top ratio", "same");
+  table << line;
+  std::vector<double> b_s, a_s;
+  int same = 0, changed = 0;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const Row &a = after[i], &b = before[i];
+    if (a.skipped) continue;
+    const double ratio = b.top > 0 ? a.top / b.top : (a.top > 0 ? 0 : 1);
+    const bool kept = a.first == b.first && (a.first.empty() || (ratio >= 0.85 && ratio <= 1.15));
+    (kept ? same : changed)++;
+    b_s.push_back(b.seconds);
+    a_s.push_back(a.seconds);
+    std::snprintf(line, sizeof line, "%-18s %-6s %8.0f %8.0f  %-22s %-22s %9s  %s\n", a.cause.c_str(), a.draw.c_str(), b.seconds,
+                  a.seconds, b.first.empty() ? "(healthy)" : b.first.c_str(), a.first.empty() ? "(healthy)" : a.first.c_str(),
+                  a.first.empty() ? "-" : fmt("%.2f", ratio).c_str(), kept ? "yes" : "NO");
+    table << line;
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  auto most = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+  table << "before (" << other << "): median " << fmt("%.0f", median(b_s)) << " s, max " << fmt("%.0f", most(b_s))
+        << " s; after: median " << fmt("%.0f", median(a_s)) << " s, max " << fmt("%.0f", most(a_s)) << " s; " << same
+        << " rows kept their diagnosis, " << changed << " changed\n";
+  std::fputs(table.str().c_str(), stdout);
+  const auto dir = std::filesystem::path(INFDOCTOR_BUILD_DIR) / "tests" / "artifacts";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "real_world_against.txt") << table.str();
+  return changed == 0 ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int seeds = 5, draws = 3, jobs = 2;
+  std::string against;  // another infdoctor: each row runs on it first, then on this one
   Traits traits;
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
@@ -490,6 +545,7 @@ int main(int argc, char** argv) {
     if (a == "--seeds") seeds = std::atoi(value().c_str());
     else if (a == "--draws") draws = std::atoi(value().c_str());
     else if (a == "--jobs") jobs = std::max(1, std::atoi(value().c_str()));
+    else if (a == "--against") against = value();
     else if (a == "--causes") for (const auto& c : core::split(value())) only.insert(c);
     else if (a == "--traits") {
       for (const auto& t : core::split(value())) {
@@ -522,30 +578,33 @@ int main(int argc, char** argv) {
     const int n = c.expect.empty() ? seeds : draws;
     for (int d = 1; d <= n; ++d) todo.push_back({&c, static_cast<std::uint64_t>(1000 * d + i)});
   }
-  std::vector<Row> rows(todo.size());
+  const std::string binary = driven("INFDOCTOR_TEST_BIN", INFDOCTOR_BIN);
+  std::vector<Row> rows(todo.size()), before(against.empty() ? 0 : todo.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < todo.size(); i = next++) {
-      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits);
-      std::fprintf(stderr, "real_world_matrix: %s seed %s: %s\n", rows[i].cause.c_str(), rows[i].draw.c_str(),
-                   rows[i].skipped ? "skipped" : rows[i].pass ? "pass" : "FAIL");
+      if (!against.empty()) before[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits, against, "-before");
+      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits, binary);
+      std::fprintf(stderr, "real_world_matrix: %s seed %s: %s (%.0f s)\n", rows[i].cause.c_str(), rows[i].draw.c_str(),
+                   rows[i].skipped ? "skipped" : rows[i].pass ? "pass" : "FAIL", rows[i].seconds);
     }
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < jobs; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+  if (!against.empty()) return print_against(rows, before, against);
 
   std::ostringstream table;
   char line[1024];
-  std::snprintf(line, sizeof line, "%-18s %-6s %-15s %-50s %-40s %7s %9s  %s\n", "cause", "seed", "expected", "planted",
-                "got (above info, cause@scope)", "top ms", "explained", "result");
+  std::snprintf(line, sizeof line, "%-18s %-6s %-15s %-50s %-40s %7s %9s %5s  %s\n", "cause", "seed", "expected", "planted",
+                "got (above info, cause@scope)", "top ms", "explained", "s", "result");
   table << line;
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& r : rows) {
     if (r.skipped) ++skipped;
     else (r.pass ? passed : failed)++;
-    std::snprintf(line, sizeof line, "%-18s %-6s %-15s %-50s %-40s %7s %9s  %s\n", r.cause.c_str(), r.draw.c_str(),
-                  r.expected.c_str(), r.planted.c_str(), r.got.c_str(), r.top_ms.c_str(), r.explained.c_str(),
+    std::snprintf(line, sizeof line, "%-18s %-6s %-15s %-50s %-40s %7s %9s %5.0f  %s\n", r.cause.c_str(), r.draw.c_str(),
+                  r.expected.c_str(), r.planted.c_str(), r.got.c_str(), r.top_ms.c_str(), r.explained.c_str(), r.seconds,
                   r.skipped ? r.note.c_str() : r.pass ? "pass" : "FAIL");
     table << line;
     if (!r.background.empty()) table << "                   background: " << r.background << "\n";
