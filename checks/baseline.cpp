@@ -70,7 +70,10 @@ const CheckInfo kBaselineInfo{
     {{&baseline_metric::reasoning_tokens_p50_count, "TTFT {ttft_p50_ms}, first answer {first_answer_p50_ms} after {reasoning_tokens_p50_count} reasoning tokens, per token {tpot_p50_ms}, total {total_p50_ms}"},
      {&baseline_metric::tpot_ratio, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
      {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}},
-    {baseline_setting::samples, baseline_setting::max_tokens, baseline_setting::prompt_tokens}};
+    {baseline_setting::samples, baseline_setting::max_tokens, baseline_setting::prompt_tokens},
+    /*off_unless=*/nullptr,
+    /*opt_in=*/false,
+    /*reference=*/true};
 
 // A 70B dense model beside an 8B one: the widest pair of sizes commonly served side by side.
 constexpr double kWidestCommonPair = 70.0 / 8.0;

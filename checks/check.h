@@ -142,6 +142,14 @@ struct CheckInfo {
   // A check a run takes only when --checks names it (`--checks +cache` adds it to the others): one
   // that costs more than a diagnosis of a slow endpoint needs.
   bool opt_in = false;
+  // Its requests to the target model are the request as the user sends it (one at a time, a short
+  // prompt): where one request must stand for the run, theirs do (the stream report.html draws,
+  // the phases the Prometheus text reports).
+  bool reference = false;
+  // It sends parallel streams level by level: its requests are no one-at-a-time series (the plan
+  // counts none of them towards one), the engine's queue counters across it are the queue of its
+  // levels, and its details' `levels` hold each level's `streams` and `queue_wait_mean_ms`.
+  bool stream_levels = false;
 };
 
 enum class CheckStatus { Ok, Skipped, Error };

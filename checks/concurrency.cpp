@@ -66,7 +66,11 @@ const CheckInfo kConcurrencyInfo{
     {{&concurrency_metric::knee_level_count, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
      {nullptr, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput still growing at {max_level_count|parallel stream}"}},
     {concurrency_setting::max_streams, concurrency_setting::levels, concurrency_setting::max_tokens,
-     concurrency_setting::prompt_tokens, concurrency_setting::rounds}};
+     concurrency_setting::prompt_tokens, concurrency_setting::rounds},
+    /*off_unless=*/nullptr,
+    /*opt_in=*/false,
+    /*reference=*/false,
+    /*stream_levels=*/true};
 
 struct Level {
   int streams = 0;

@@ -36,6 +36,28 @@ std::string typical_metric(Typical t) {
   return {};
 }
 
+bool is_reference(const std::string& id) {
+  const CheckInfo* info = find_info(id);
+  return info && info->reference;
+}
+
+bool sends_stream_levels(const std::string& id) {
+  const CheckInfo* info = find_info(id);
+  return info && info->stream_levels;
+}
+
+std::map<int, double> level_queue_waits(const std::vector<CheckResult>& checks) {
+  std::map<int, double> out;
+  for (const auto& c : checks) {
+    if (!sends_stream_levels(c.id) || !c.details.contains("levels") || !c.details["levels"].is_array()) continue;
+    for (const auto& l : c.details["levels"])
+      if (l.is_object() && l.contains("streams") && l["streams"].is_number_integer() && l.contains("queue_wait_mean_ms") &&
+          l["queue_wait_mean_ms"].is_number())
+        out[l["streams"].get<int>()] = l["queue_wait_mean_ms"].get<double>();
+  }
+  return out;
+}
+
 const CheckInfo* find_info(const std::string& id) {
   for (const auto& e : registry())
     if (e.id == id) return e.info;

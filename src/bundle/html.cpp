@@ -13,6 +13,7 @@
 #include "bundle/svg.h"
 #include "checks/baseline.h"
 #include "checks/dns.h"
+#include "checks/registry.h"
 #include "checks/transport.h"
 #include "core/clock.h"
 #include "core/strings.h"
@@ -142,14 +143,15 @@ Timeline request_timeline(const results::RunResult& r) {
   return out;
 }
 
-// One stream's content events as they arrived: the target model's longest stream, the baseline's
-// first. An even slope is tokens as generated; steps are clumps held back; flat stretches, stalls.
+// One stream's content events as they arrived: the target model's longest stream, the reference
+// check's first (CheckInfo::reference). An even slope is tokens as generated; steps are clumps
+// held back; flat stretches, stalls.
 std::string token_arrivals(const results::RunResult& r, std::string& caption) {
   const api::RequestSample* best = nullptr;
   std::string from;
-  for (const char* preferred : {"baseline", ""})
+  for (const bool reference_only : {true, false})
     for (const auto& c : r.checks) {
-      if (best || (*preferred && c.id != preferred)) continue;
+      if (best || (reference_only && !checks::is_reference(c.id))) continue;
       for (const auto& [s, label] : c.requests) {
         if (!s.ok || !s.ttft_ms || s.itl_ms.size() < 2 || s.model != r.models.target) continue;
         if (label.is_object() && label.value("streams", 1) > 1) continue;

@@ -136,12 +136,15 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
           limits[r.load] = limits.count(r.load) ? std::min(limits[r.load], slo.limit) : slo.limit;
   for (const auto& [s, v] : limits) unless_given(*s, checks::format_number(v));
   if (auto st = prepare(plan); !st.ok()) return st.error();
-  // A body is for the replay check: --checks without it would leave the body unsent, unsaid.
-  if (!o.body.empty() && std::none_of(plan.checks.begin(), plan.checks.end(), [](const auto& c) {
-        return c->info().id == "replay";
+  // A body is for the check whose setting it fills: --checks without it would leave the body
+  // unsent, unsaid.
+  const std::string sends_body(checks::replay_setting::body.check());
+  if (!o.body.empty() && std::none_of(plan.checks.begin(), plan.checks.end(), [&](const auto& c) {
+        return c->info().id == sends_body;
       }))
-    return core::make_error(core::ErrorCode::InvalidArgument,
-                            "--body is sent by the replay check, which --checks leaves out: add replay to --checks");
+    return core::make_error(core::ErrorCode::InvalidArgument, "--body is sent by the " + sends_body +
+                                                                  " check, which --checks leaves out: add " + sends_body +
+                                                                  " to --checks");
   return plan;
 }
 
@@ -207,11 +210,11 @@ checks::Cost planned_cost(const std::vector<PlannedStep>& steps) {
 
 std::string series_blind_spot(const std::vector<PlannedStep>& steps) {
   // The run's requests read as one time series (run/runner.cpp, read_series) count when they are
-  // streamed and bring 8 tokens or more, and are not the concurrency check's parallel streams
-  // (counted out here whole): a plan with fewer than the series needs cannot see slowdowns over time.
+  // streamed and bring 8 tokens or more, and are not parallel streams (a check that sends stream
+  // levels is counted out here whole): a plan with fewer than the series needs cannot see slowdowns over time.
   int series = 0;
   for (const auto& p : steps)
-    if (!p.model.empty() && p.check != "concurrency" && p.step.stream && p.step.max_tokens >= 8)
+    if (!p.model.empty() && !checks::sends_stream_levels(p.check) && p.step.stream && p.step.max_tokens >= 8)
       series += p.step.requests;
   if (series >= static_cast<int>(stats::kMinSamples)) return "";
   return "it cannot judge slowdowns over time (a noisy neighbour, a slow replica): that needs " +
