@@ -1,13 +1,17 @@
 #include "checks/registry.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cstdlib>
 
 namespace infdoctor::checks {
 
-const std::vector<CheckEntry>& registry() {
+namespace {
+
+std::vector<CheckEntry>& entries() {
   // dns first: it resolves the addresses that path and transport probe one by one. coldstart
   // before the other model checks: the run's first model request must be its own.
-  static const std::vector<CheckEntry> kAll = {
+  static std::vector<CheckEntry> all = {
       dns_entry(),
       path_entry(),
       transport_entry(),
@@ -21,7 +25,21 @@ const std::vector<CheckEntry>& registry() {
       load_entry(),
       soak_entry(),
   };
-  return kAll;
+  return all;
+}
+
+}  // namespace
+
+const std::vector<CheckEntry>& registry() { return entries(); }
+
+Registration::Registration(CheckEntry entry) : id_(entry.id) {
+  assert(!find_info(id_) && "a check id is registered once");
+  entries().push_back(std::move(entry));
+}
+
+Registration::~Registration() {
+  auto& all = entries();
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const CheckEntry& e) { return e.id == id_; }), all.end());
 }
 
 std::vector<MetricInfo> check_metrics() {

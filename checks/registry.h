@@ -22,6 +22,20 @@ struct CheckEntry {
 
 const std::vector<CheckEntry>& registry();
 
+// A check defined outside this folder (a test's, a plugin's) joins the registry, after every
+// check there in run order, for as long as its Registration lives: the plan, --checks, the rules'
+// known metrics, the reports and the bundle then take it as any other.
+class Registration {
+ public:
+  explicit Registration(CheckEntry entry);
+  ~Registration();
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+
+ private:
+  std::string id_;
+};
+
 // The entry of the check class C declared by `info` (each check file's <id>_entry()).
 template <class C>
 CheckEntry entry_of(const CheckInfo& info) {
