@@ -14,13 +14,17 @@
 //   capacity_count = the highest requests per second of any level x the reference's
 //   end-to-end time (Little's law on the service alone): requests served at once, in effect. A
 //   server with k slots serves k; one that batches serves as many as it batches.
+//   wait_share_ratio = of what a request at the highest level took beyond one alone (total p50
+//   less the service time), the share spent before its first token (TTFT p50 less the alone
+//   requests'): waiting for a slot. The rest is slower generation beside the others, as an engine
+//   that batches slows each token; only the share waited is a queue.
 //   knee_level_count = the first level that no higher level beats by 20 % in requests per second
 //   (the concurrency check's bar): load past it queues instead of being served.
 //   arrival_ks_ratio = with rates, the largest Kolmogorov-Smirnov distance between a level's sent
 //   gaps and the exponential distribution of its rate: below 1.36 / sqrt(gaps) the arrivals pass
 //   as Poisson at 5 %.
 // Cannot tell: our load from other tenants'; a rate limit from a queue, but by the 429s counted.
-// Emits: load.{capacity_count,knee_level_count,peak_requests_per_s,reference_total_p50_ms,
+// Emits: load.{capacity_count,wait_share_ratio,knee_level_count,peak_requests_per_s,reference_total_p50_ms,
 // ttft_p99_at_max_ms,total_p99_at_max_ms,throughput_at_max_tokens_per_s,goodput_at_max_ratio,
 // goodput_level_count,arrival_ks_ratio,max_level_count,failures_count,rate_limited_count}.
 #include <algorithm>
@@ -44,6 +48,9 @@ const CheckInfo kLoadInfo{
     {{load_metric::reference_total_p50_ms.name, "ms", "median end-to-end time of a request sent alone: the service time"},
      {load_metric::capacity_count.name, "count",
       "the highest requests per second of any level times the service time: requests served at once, in effect"},
+     {load_metric::wait_share_ratio.name, "ratio",
+      "of the time a request at the highest level took beyond one alone, the share before its first token: the "
+      "queue's share (the rest is slower generation beside the others)"},
      {load_metric::peak_requests_per_s.name, "requests/s", "the highest requests per second any level completed"},
      {load_metric::knee_level_count.name, "count",
       "the first level no higher level beats by 20 % in requests per second (absent: still growing at the highest)",
@@ -203,15 +210,16 @@ class LoadCheck final : public Check {
     int failures = 0, rate_limited = 0;
     auto r = ctx.chat(alone);
     if (!r.ok()) return out.fail(r.error());
-    double service = 0;
+    double service = 0, first_alone = 0;
     for (std::size_t si = 0; si < mix_.size(); ++si) {
-      std::vector<double> totals;
+      std::vector<double> totals, firsts;
       for (int k = 0; k < kLoadReference; ++k) {
         const auto& s = r.value()[si * kLoadReference + static_cast<std::size_t>(k)];
         nlohmann::json label = {{"phase", "reference"}};
         if (!mix_[si].name.empty()) label["set"] = mix_[si].name;
         out.requests.push_back({s, label});
         if (s.ok && s.total_ms) totals.push_back(*s.total_ms);
+        if (s.ok && s.ttft_ms) firsts.push_back(*s.ttft_ms);
         failures += api::is_failure(s);
       }
       const auto p50 = stats::summarize(totals).p50;
@@ -220,11 +228,26 @@ class LoadCheck final : public Check {
                                          "no request alone succeeded" +
                                              (mix_[si].name.empty() ? std::string() : " of set " + mix_[si].name)));
       service += mix_[si].share * *p50;
+      first_alone += mix_[si].share * stats::summarize(firsts).p50.value_or(0);
     }
     out.set(load_metric::reference_total_p50_ms, service);
 
     for (std::size_t li = 0; li < levels_.size(); ++li) {
       const double lv = levels_[li];
+      // A level the check's deadline cannot hold is not sent, as the sweep's sizes: even served as
+      // fast as its users or its rate allow (the level before's requests a second, grown with the
+      // users; the service time alone at the first), it would be cut short.
+      const double fastest_per_s = open_ ? lv
+                                   : done.empty() ? lv * 1000.0 / service
+                                                  : done.back().requests_per_s() * lv / done.back().level;
+      const double left_ms = core::to_ms(core::elapsed_us(ctx.clock().now(), ctx.deadline()));
+      if (fastest_per_s > 0 && requests_ * 1000.0 / fastest_per_s > left_ms) {
+        out.details["not_sent"] = std::string(open_ ? "rates " : "levels ") + format_number(lv) +
+                                  " and above: at least " + format_number(requests_ / fastest_per_s) + " s each, " +
+                                  format_number(std::max(0.0, left_ms) / 1000) +
+                                  " s left before the check's deadline (--check-timeout, or fewer load.requests)";
+        break;
+      }
       ctx.progress("load: " + std::to_string(requests_) + " requests " +
                    (open_ ? "at " + format_number(lv) + " a second" : "from " + format_number(lv) + " users"));
       std::vector<api::ChatRequest> batch;
@@ -267,7 +290,7 @@ class LoadCheck final : public Check {
     out.set(load_metric::failures_count, failures);
     out.set(load_metric::rate_limited_count, rate_limited);
     if (done.empty()) return out;
-    summarize(done, service, out);
+    summarize(done, service, first_alone, out);
     return out;
   }
 
@@ -337,7 +360,7 @@ class LoadCheck final : public Check {
     return l;
   }
 
-  void summarize(const std::vector<LoadLevel>& done, double service_ms, CheckResult& out) const {
+  void summarize(const std::vector<LoadLevel>& done, double service_ms, double first_alone_ms, CheckResult& out) const {
     Table table{open_ ? "load: per rate" : "load: per level",
                 {open_ ? "requests/s asked" : "users", "sent", "failed", "TTFT p50", "TTFT p99", "TPOT p50",
                  "total p50", "total p99", "requests/s", "tokens/s", "goodput"},
@@ -387,6 +410,10 @@ class LoadCheck final : public Check {
     out.set(load_metric::max_level_count, last.level);
     out.set(load_metric::peak_requests_per_s, peak);
     out.set(load_metric::capacity_count, peak * service_ms / 1000);
+    const auto last_first = stats::summarize(last.ttft).p50, last_total = stats::summarize(last.total).p50;
+    if (last_first && last_total && *last_total > service_ms)
+      out.set(load_metric::wait_share_ratio,
+              std::clamp((*last_first - first_alone_ms) / (*last_total - service_ms), 0.0, 1.0));
     if (auto v = stats::summarize(last.ttft).p99) out.set(load_metric::ttft_p99_at_max_ms, *v);
     if (auto v = stats::summarize(last.total).p99) out.set(load_metric::total_p99_at_max_ms, *v);
     if (last.span_ms > 0) out.set(load_metric::throughput_at_max_tokens_per_s, last.tokens / (last.span_ms / 1000));

@@ -9,6 +9,7 @@ namespace infdoctor::checks::load_metric {
 
 inline constexpr MetricKey reference_total_p50_ms{"load.reference_total_p50_ms"};
 inline constexpr MetricKey capacity_count{"load.capacity_count"};
+inline constexpr MetricKey wait_share_ratio{"load.wait_share_ratio"};
 inline constexpr MetricKey peak_requests_per_s{"load.peak_requests_per_s"};
 inline constexpr MetricKey knee_level_count{"load.knee_level_count"};
 inline constexpr MetricKey max_level_count{"load.max_level_count"};

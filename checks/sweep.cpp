@@ -125,7 +125,9 @@ class SweepCheck final : public Check {
   std::vector<Step> plan() const override {
     std::vector<Step> steps;
     for (double p : prompts_)
-      steps.push_back({"prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens", repeats_, "target",
+      steps.push_back({"prefill: prompt of " + std::to_string(static_cast<long long>(p)) + " tokens" +
+                           (repeats_ > 1 ? " (repeated unless the first is on the smaller sizes' line)" : ""),
+                       repeats_, "target",
                        static_cast<long long>(p), prefill_max_tokens_});
     for (double m : max_tokens_)
       steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)) +
@@ -191,14 +193,26 @@ class SweepCheck final : public Check {
     std::vector<std::size_t> pstep;  // which size each point was sent at
     std::vector<double> cx, cy;  // time per output token against prompt tokens
     std::optional<double> largest;
-    std::vector<double> at_largest, tpot_first, tpot_largest;
+    std::vector<double> at_largest, tpot_first, tpot_largest, prompts_not_repeated;
     int hidden_reasoning = 0;
     for (std::size_t i = 0; i < prompts_.size() && !loop.stopped(); ++i) {
       const int want = static_cast<int>(prompts_[i]);
       bool refused = false;
       std::vector<double> here, tpot_here;
       double tokens_here = want;
+      const std::size_t points_before = px.size(), tpots_before = cx.size();
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
+        // Sequential, as the decode sizes below: a size is repeated only while its first request
+        // could be a one-off: its first token off the line the smaller sizes drew, or its pace off
+        // both theirs and the line theirs draw against context (a pace that grows with context
+        // grows along a line; a short answer's pace is too noisy to draw one far).
+        if (rep == 1 && !here.empty() &&
+            on_line(head(px, points_before), head(py, points_before), tokens_here, here.front()) &&
+            (tpot_here.empty() || agrees(head(cy, tpots_before), tpot_here.front()) ||
+             on_line(head(cx, tpots_before), head(cy, tpots_before), tokens_here, tpot_here.front()))) {
+          prompts_not_repeated.push_back(want);
+          break;
+        }
         ctx.progress("sweep: prefill at about " + std::to_string(want) + " prompt tokens");
         api::ChatRequest req = api::synthetic_request(ctx.models().target, want, prefill_max_tokens_);
         auto s = loop.send(req, {{"sweep", "prefill"}, {"prompt_tokens_asked", want}});
@@ -332,11 +346,15 @@ class SweepCheck final : public Check {
         }
       }
     }
-    if (!not_repeated.empty())
-      out.details["not_repeated"] = {
-          {"max_tokens", not_repeated},
-          {"why", "the first request's time per token and first token each within 3 MAD or a tenth of the median of the "
-                  "smaller sizes' requests: a repeat would only have said it again"}};
+    if (!not_repeated.empty() || !prompts_not_repeated.empty()) {
+      auto& said = out.details["not_repeated"];
+      if (!prompts_not_repeated.empty()) said["prompt_tokens"] = prompts_not_repeated;
+      if (!not_repeated.empty()) said["max_tokens"] = not_repeated;
+      said["why"] =
+          "the first request's first token and time per token each within 3 MAD or a tenth of what the smaller sizes' "
+          "requests predict for it (their median, or for a prompt the line through them): a repeat would only have "
+          "said it again";
+    }
     out.set(sweep_metric::decode_samples_count, static_cast<double>(dx.size()));
     out.set(sweep_metric::stopped_early_count, stopped_early);
     out.set(sweep_metric::max_output_tokens_count, most);
@@ -359,13 +377,26 @@ class SweepCheck final : public Check {
   }
 
  private:
-  // A decode request agrees with the earlier ones when its value is within 3 MAD or a tenth of
-  // their median, whichever is wider (the cache check's bar for a first token that differs); four
-  // earlier values at least, so the scatter is the run's own.
+  // A request agrees with the earlier ones when its value is within 3 MAD or a tenth of what they
+  // predict for it, from four of them at least: their median (a decode size's pace and first token
+  // do not depend on max_tokens), or the line through them (a prompt size's first token, and its
+  // pace where context slows it; the MAD is of their distances from the line).
   static bool agrees(const std::vector<double>& earlier, double v) {
     if (earlier.size() < 4) return false;
     const double m = *stats::median(earlier);
     return std::abs(v - m) <= std::max(3 * stats::mad(earlier), 0.1 * m);
+  }
+  static bool on_line(const std::vector<double>& x, const std::vector<double>& y, double at, double v) {
+    if (x.size() < 4) return false;
+    const auto f = stats::theil_sen(x, y);
+    if (!f) return false;
+    std::vector<double> off;
+    for (std::size_t k = 0; k < x.size(); ++k) off.push_back(y[k] - (f->intercept + f->slope * x[k]));
+    const double predicted = f->intercept + f->slope * at;
+    return predicted > 0 && std::abs(v - predicted) <= std::max(3 * stats::mad(off), 0.1 * predicted);
+  }
+  static std::vector<double> head(const std::vector<double>& v, std::size_t n) {
+    return {v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size()))};
   }
 
   std::vector<double> prompts_, max_tokens_;

@@ -73,6 +73,12 @@ void group_run_options(CLI::App& cmd) {
 
 void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   const std::string ids = core::join_by(checks::registry(), ",", [](const checks::CheckEntry& e) { return e.id; });
+  // Which checks the default leaves out, as the checks declare it.
+  std::vector<std::string> opt_in, only_when;
+  for (const auto& e : checks::registry()) {
+    if (e.info->opt_in) opt_in.push_back(e.id);
+    else if (e.info->off_unless) only_when.push_back(e.id + " only when " + e.info->off_unless->key + " is set");
+  }
   cmd.add_option("--max-concurrency", p.max_concurrency,
                  "most parallel streams and load users (default 64); a --concurrency level or load.levels above it is refused")
       ->check(CLI::Range(1, 4096));
@@ -93,8 +99,9 @@ void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
       ->check(CLI::Range(0.0, 1440.0));
   cmd.add_option("--checks", p.checks,
                  "comma-separated checks to run; they run in this order: " + ids +
-                     " (default: all but cache, and soak only with --soak-minutes); +ID adds a check to the default "
-                     "ones, e.g. --checks +cache");
+                     " (default: all but " + core::join(opt_in, " and ") +
+                     (only_when.empty() ? "" : ", " + core::join(only_when, ", ")) +
+                     "); +ID adds a check to the default ones, e.g. --checks +cache");
   cmd.add_option("--resolver", p.resolvers, "IP[:PORT] of a DNS resolver to measure as well (repeatable)");
   cmd.add_flag("--no-system-resolvers", p.no_system_resolvers, "do not query the resolvers of /etc/resolv.conf");
   cmd.add_option("--max-hops", p.max_hops, "hop limit of the path check's hop table (default 30)")

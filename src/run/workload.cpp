@@ -174,11 +174,15 @@ std::map<std::string, double> price_workload(const Workload& given, const std::v
   // Where the load ramp ran, its requests (of the workload's shape, users in a closed loop) price
   // the wait: by the interactive response-time law a user of C waits R = C / X for each answer at
   // the throughput X the server reaches, so the queue is C / X less the service time S alone. It
-  // replaces the concurrency check's reading from short requests: one queue, measured once.
+  // replaces the concurrency check's reading from short requests: one queue, measured once. Of
+  // that excess only the share the ramp's highest level spent before its first token is a wait;
+  // the rest is each token slower beside the others (an engine that batches), not a queue.
   std::optional<double> queue;
   const auto peak = metric(checks, checks::load_metric::peak_requests_per_s),
              service = metric(checks, checks::load_metric::reference_total_p50_ms);
-  if (peak && service && *peak > 0) queue = std::max(0.0, streams * 1000.0 / *peak - *service);
+  if (peak && service && *peak > 0)
+    queue = std::max(0.0, streams * 1000.0 / *peak - *service) *
+            metric(checks, checks::load_metric::wait_share_ratio).value_or(0.0);
   else queue = queue_wait_at(checks, streams);
   if (queue) out[rm::workload_queue_ms] = *queue;
   const double setup = price_setup(checks, out);

@@ -10,6 +10,7 @@
 
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/seed.h"
 
 namespace infdoctor {
 namespace {
@@ -92,6 +93,8 @@ TEST_CASE("load: users at 5, 10 and 50 on k slots: the knee at the first level, 
     CHECK(test::metric(c, "capacity_count") == doctest::Approx(slots).epsilon(0.15));
     CHECK(test::metric(c, "peak_requests_per_s") == doctest::Approx(slots * 1000 / service_ms).epsilon(0.15));
     CHECK(test::metric(c, "knee_level_count") == 5);
+    // Past the slots every request waits for one before its first token: the excess is the wait.
+    CHECK(test::metric(c, "wait_share_ratio") > 0.8);
     const auto& levels = c.details["levels"];
     REQUIRE(levels.size() == 3);
     for (const auto& row : levels) {
@@ -105,6 +108,47 @@ TEST_CASE("load: users at 5, 10 and 50 on k slots: the knee at the first level, 
     }
     CHECK(test::metric(c, "goodput_at_max_ratio") ==
           doctest::Approx(levels.back()["goodput_ratio"].get<double>()));
+  }
+}
+
+TEST_CASE("load: an engine that batches slows each token beside the others, which is no wait") {
+  // 64 sequences at once, each beside n-1 others `penalty` slower a token: at 16 users a request
+  // takes (1 + 15 x penalty) times as long, all of it after its first token.
+  const double penalty = std::uniform_real_distribution<double>(0.03, 0.08)(test::rng());
+  CAPTURE(penalty);
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 4, "slots": 64, "batch_decode_penalty": )" +
+                                 std::to_string(penalty) + "}}}");
+  const auto c = test::run_check("load", {server->base_url(),
+                                          {{"load.levels", "4,16"},
+                                           {"load.requests", "32"},
+                                           {"load.prompt_tokens", "32"},
+                                           {"load.max_tokens", "48"}},
+                                          "",
+                                          {"Qwen2.5-7B-Instruct", ""}});
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "failures_count") == 0);
+  const auto& levels = c.details["levels"];
+  REQUIRE(levels.size() == 2);
+  // The time per token grew with the batch; the first token did not wait for it.
+  CHECK(levels[1]["tpot_p50_ms"].get<double>() > 1.2 * levels[0]["tpot_p50_ms"].get<double>());
+  CHECK(test::metric(c, "wait_share_ratio") < 0.2);
+}
+
+TEST_CASE("load: a level the check's deadline cannot hold is not sent, and no request is cut short") {
+  // A request alone takes about 230 ms; the first level's 40 requests from one user, 9 s at the
+  // fastest, against a deadline of 4 s.
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "decode_ms_per_token": 4}}})");
+  test::CheckSetup setup{server->base_url(),
+                         {{"load.levels", "1,4"}, {"load.requests", "40"}, {"load.prompt_tokens", "32"}, {"load.max_tokens", "48"}},
+                         "",
+                         {"Qwen2.5-7B-Instruct", ""}};
+  setup.deadline = std::chrono::seconds(4);
+  const auto c = test::run_check("load", setup);
+  REQUIRE(c.details.contains("not_sent"));
+  CHECK(c.details["not_sent"].get<std::string>().rfind("levels 1 and above", 0) == 0);
+  for (const auto& [sample, label] : c.requests) {
+    CHECK(label["phase"] == "reference");
+    CHECK(sample.error != api::kCheckDeadline);
   }
 }
 

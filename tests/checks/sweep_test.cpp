@@ -32,12 +32,17 @@ TEST_CASE("sweep: planted 80 ms overhead, 0.5 ms per prompt token and 25 ms per 
 }
 
 namespace {
-// The decode requests the sweep sent at `max_tokens`.
-int decode_requests_at(const checks::CheckResult& c, double max_tokens) {
+// The requests of the sweep's `part` (decode, prefill) it sent with `key` (max_tokens,
+// prompt_tokens_asked) at `value`.
+int requests_at(const checks::CheckResult& c, const std::string& part, const std::string& key, double value) {
   int n = 0;
   for (const auto& [s, label] : c.requests)
-    if (label.is_object() && label.value("sweep", "") == "decode" && label.value("max_tokens", 0.0) == max_tokens) ++n;
+    if (label.is_object() && label.value("sweep", "") == part && label.value(key, 0.0) == value) ++n;
   return n;
+}
+int decode_requests_at(const checks::CheckResult& c, double max_tokens) { return requests_at(c, "decode", "max_tokens", max_tokens); }
+int prefill_requests_at(const checks::CheckResult& c, double prompt_tokens) {
+  return requests_at(c, "prefill", "prompt_tokens_asked", prompt_tokens);
 }
 }  // namespace
 
@@ -62,6 +67,34 @@ TEST_CASE("sweep: a decode size whose first request agrees with the smaller size
     REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
     CHECK(decode_requests_at(c, 64) == 2);
     CHECK_FALSE(c.details.contains("not_repeated"));
+  }
+}
+
+TEST_CASE("sweep: a prompt size on the line of the smaller ones is not repeated, one off it is") {
+  const double prefill = std::uniform_real_distribution<double>(0.2, 0.8)(test::rng());
+  const std::string model = R"("prefill_ms_per_token": )" + std::to_string(prefill) +
+                            R"(, "decode_ms_per_token": 4, "overhead_ms": 30, "jitter_ms": 2)";
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"sweep.prompt_tokens", "64,256,1024,2048"}, {"sweep.max_tokens", "1"}, {"sweep.repeats", "2"}};
+  SUBCASE("a line: the two larger sizes once each, the fit as before") {
+    auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {)" + model + "}}}");
+    const auto c = test::run_check("sweep", {server->base_url(), settings, "", {"Qwen2.5-7B-Instruct", ""}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(prefill_requests_at(c, 256) == 2);  // one size before it: no line yet
+    CHECK(prefill_requests_at(c, 1024) == 1);
+    CHECK(prefill_requests_at(c, 2048) == 1);
+    CHECK(c.details["not_repeated"]["prompt_tokens"] == nlohmann::json({1024.0, 2048.0}));
+    CHECK(test::metric(c, "prefill_ms_per_token") == doctest::Approx(prefill).epsilon(0.10));
+  }
+  SUBCASE("prefill growing with the prompt: the largest size's first is above the line, so it is repeated") {
+    // 0.2 ms a token per 1,000 tokens more: 840 ms at 2,048 tokens, 210 at 1,024, 13 at 256. The
+    // line the smaller sizes draw (pulled up by 1,024's points) misses 2,048's first token by
+    // about 600 ms, where a tenth of its prediction is under 200.
+    auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {)" + model +
+                                   R"(, "prefill_growth_ms_per_1k_tokens": 0.2}}})");
+    const auto c = test::run_check("sweep", {server->base_url(), settings, "", {"Qwen2.5-7B-Instruct", ""}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(prefill_requests_at(c, 2048) == 2);
   }
 }
 

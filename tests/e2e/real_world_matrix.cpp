@@ -11,7 +11,11 @@
 //     little with the context, no server-timing headers.
 // Every draw is seeded: a row names its seed, its models and what it drew, so it reproduces.
 //
-//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--traits a,b] [--against BIN] [--list]
+//   real_world_matrix [--seeds N] [--draws N] [--causes a,b,...] [--jobs N] [--traits a,b] [--against BIN]
+//                     [--run-args "ARGS"] [--list]
+//
+// --run-args gives every run more arguments (split at spaces), after the row's own: e.g.
+// --run-args "--checks +load" runs the load ramp too.
 //
 // --against BIN runs each row on another infdoctor first (a build of an earlier commit), then on
 // this one, and prints per row the seconds each took to its diagnosis and whether the diagnosis
@@ -376,8 +380,8 @@ struct Traits {
 };
 
 // `binary`: the infdoctor that runs the row; `tag`: added to the kept results' name.
-Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits, const std::string& binary,
-            const std::string& tag = "") {
+Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits, const std::vector<std::string>& run_args,
+            const std::string& binary, const std::string& tag = "") {
   Row row;
   row.cause = c.name;
   row.draw = std::to_string(seed);
@@ -443,6 +447,7 @@ Row run_one(const Cause& c, std::uint64_t seed, bool lab, const Traits& traits, 
   if (!(*env)->cacert().empty()) argv.insert(argv.end(), {"--cacert", (*env)->cacert()});
   if (!(*env)->resolver().empty()) argv.insert(argv.end(), {"--resolver", (*env)->resolver(), "--no-system-resolvers"});
   argv.insert(argv.end(), p.extra.begin(), p.extra.end());
+  argv.insert(argv.end(), run_args.begin(), run_args.end());
   std::string out;
   int exit_code = -1;
   const auto started = std::chrono::steady_clock::now();
@@ -532,6 +537,7 @@ int main(int argc, char** argv) {
   int seeds = 5, draws = 3, jobs = 2;
   std::string against;  // another infdoctor: each row runs on it first, then on this one
   Traits traits;
+  std::vector<std::string> run_args;  // given to every run, after the row's own
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -546,6 +552,7 @@ int main(int argc, char** argv) {
     else if (a == "--draws") draws = std::atoi(value().c_str());
     else if (a == "--jobs") jobs = std::max(1, std::atoi(value().c_str()));
     else if (a == "--against") against = value();
+    else if (a == "--run-args") for (const auto& r : core::split(value(), ' ')) run_args.push_back(r);
     else if (a == "--causes") for (const auto& c : core::split(value())) only.insert(c);
     else if (a == "--traits") {
       for (const auto& t : core::split(value())) {
@@ -583,8 +590,8 @@ int main(int argc, char** argv) {
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < todo.size(); i = next++) {
-      if (!against.empty()) before[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits, against, "-before");
-      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits, binary);
+      if (!against.empty()) before[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits, run_args, against, "-before");
+      rows[i] = run_one(*todo[i].cause, todo[i].seed, lab, traits, run_args, binary);
       std::fprintf(stderr, "real_world_matrix: %s seed %s: %s (%.0f s)\n", rows[i].cause.c_str(), rows[i].draw.c_str(),
                    rows[i].skipped ? "skipped" : rows[i].pass ? "pass" : "FAIL", rows[i].seconds);
     }

@@ -277,6 +277,14 @@ TEST_CASE("engine: the load check reads llama.cpp's two slots: its capacity, its
                        << *stats::median(slot_ms[2]) << " and " << *stats::median(slot_ms[4]) << " ms");
   CHECK(ttft_p50[2] < 0.5 * *stats::median(slot_ms[2]));
   CHECK(ttft_p50[4] > 0.5 * *stats::median(slot_ms[4]));
+  // The ramp's levels slow each token as the batch grows (one CPU thread serves both slots): that
+  // is the concurrency reading, not periods of a slow server. No finding reads them as a
+  // neighbour's bursts or a slow replica.
+  CAPTURE(test::rules_fired(j));
+  for (const auto& f : j["diagnosis"]) {
+    CHECK(f["cause"] != "noisy_neighbour");
+    CHECK(f["cause"] != "slow_replica");
+  }
 }
 
 }  // namespace infdoctor
