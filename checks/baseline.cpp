@@ -70,7 +70,10 @@ const CheckInfo kBaselineInfo{
     {{&baseline_metric::reasoning_tokens_p50_count, "TTFT {ttft_p50_ms}, first answer {first_answer_p50_ms} after {reasoning_tokens_p50_count} reasoning tokens, per token {tpot_p50_ms}, total {total_p50_ms}"},
      {&baseline_metric::tpot_ratio, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}; against the small model x{ttft_ratio} TTFT, x{tpot_ratio} per token"},
      {nullptr, "TTFT {ttft_p50_ms}, per token {tpot_p50_ms}, total {total_p50_ms}"}},
-    {baseline_setting::samples, baseline_setting::max_tokens, baseline_setting::prompt_tokens}};
+    {baseline_setting::samples, baseline_setting::max_tokens, baseline_setting::prompt_tokens},
+    /*off_unless=*/nullptr,
+    /*opt_in=*/false,
+    /*reference=*/true};
 
 // A 70B dense model beside an 8B one: the widest pair of sizes commonly served side by side.
 constexpr double kWidestCommonPair = 70.0 / 8.0;
@@ -106,6 +109,20 @@ class BaselineCheck final : public Check {
     // Alternating small and target model when --small-model is given.
     return {{"short prompt, one at a time", samples_, "target", prompt_tokens_, max_tokens_},
             {"the same to the small model (with --small-model)", samples_, "small", prompt_tokens_, max_tokens_}};
+  }
+  // Its own request to each model stands for the run: it shows a finding on any of its metrics,
+  // and any finding whose evidence no other check's requests show.
+  std::vector<ReproRequest> repro(const CheckResult& r, const std::string&, const Models& models) const override {
+    std::vector<ReproRequest> out;
+    for (const bool small : {false, true}) {
+      const std::string& model = small ? models.small : models.target;
+      if (model.empty()) continue;
+      const RunTtft t = run_ttft(r, [&](const LabelledSample& s) { return s.sample.model == model; });
+      if (!t.last) continue;
+      const int words = t.last->sample.prompt_words > 0 ? t.last->sample.prompt_words : prompt_tokens_;
+      out.push_back({small ? "the small model" : "the target model", small, words, max_tokens_, 0, t.median_ms});
+    }
+    return out;
   }
 
   CheckResult run(CheckContext& ctx) const override {

@@ -51,10 +51,12 @@ namespace infdoctor::checks::baseline_setting {
 
 inline constexpr Setting samples{
     .key = "baseline.samples", .kind = SettingKind::Whole, .def = "5", .lo = 1, .hi = 1000,
-    .help = "requests to each model"};
+    .help = "requests to each model",
+    .quick = "3", .full = "10"};
 inline constexpr Setting max_tokens{
     .key = "baseline.max_tokens", .kind = SettingKind::Whole, .def = "64", .lo = 2, .hi = 100000,
-    .help = "output tokens asked of each"};
+    .help = "output tokens asked of each",
+    .quick = "32"};
 inline constexpr Setting prompt_tokens{
     .key = "baseline.prompt_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,
     .help = "prompt tokens of each"};

@@ -33,9 +33,11 @@ inline constexpr Setting suffix_tokens{
     .help = "what follows the prefix, different in every request, tokens"};
 inline constexpr Setting repeats{
     .key = "cache.repeats", .kind = SettingKind::Whole, .def = "3", .lo = 1, .hi = 50,
-    .help = "requests of fresh prefixes (the misses), and of the shared prefix back to back after it fills the cache"};
+    .help = "requests of fresh prefixes (the misses), and of the shared prefix back to back after it fills the cache",
+    .quick = "2"};
 inline constexpr Setting idle_gaps{
     .key = "cache.idle_gaps", .kind = SettingKind::Numbers, .def = "10,60", .lo = 0, .hi = 86400,
-    .help = "idle seconds before the shared prefix is sent again: how long the cache keeps it"};
+    .help = "idle seconds before the shared prefix is sent again: how long the cache keeps it",
+    .quick = "5", .full = "10,60,300,600"};
 
 }  // namespace infdoctor::checks::cache_setting

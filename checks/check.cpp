@@ -82,6 +82,49 @@ Table table_from_json(const nlohmann::json& j) {
   return t;
 }
 
+namespace {
+
+nlohmann::json axis_json(const ChartAxis& a) { return {{"label", a.label}, {"unit", a.unit}, {"counts", a.counts}}; }
+
+ChartAxis axis_from_json(const nlohmann::json& j) {
+  return {j.at("label").get<std::string>(), j.at("unit").get<std::string>(), j.at("counts").get<bool>()};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Chart& c) {
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& s : c.series) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : s.points)
+      points.push_back({{"x", p.x}, {"y", p.y}, {"request_id", p.request_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.request_id)}});
+    series.push_back({{"name", s.name}, {"kind", core::name_of(kSeriesKindNames, s.kind)}, {"points", points}});
+  }
+  return {{"id", c.id}, {"caption", c.caption}, {"x", axis_json(c.x)}, {"y", axis_json(c.y)}, {"series", series}};
+}
+
+Chart chart_from_json(const nlohmann::json& j) {
+  Chart c;
+  try {
+    c.id = j.at("id").get<std::string>();
+    c.caption = j.at("caption").get<std::string>();
+    c.x = axis_from_json(j.at("x"));
+    c.y = axis_from_json(j.at("y"));
+    for (const auto& s : j.at("series")) {
+      const auto kind = core::value_of(kSeriesKindNames, s.at("kind").get<std::string>());
+      if (!kind) throw std::invalid_argument("a series of an unknown kind");
+      ChartSeries series{s.at("name").get<std::string>(), *kind, {}};
+      for (const auto& p : s.at("points"))
+        series.points.push_back({p.at("x").get<double>(), p.at("y").get<double>(),
+                                 p.at("request_id").is_string() ? p.at("request_id").get<std::string>() : ""});
+      c.series.push_back(std::move(series));
+    }
+  } catch (const std::exception& e) {
+    return Chart{c.id, "a chart of this check is unreadable (" + std::string(e.what()) + ")", {}, {}, {}};
+  }
+  return c;
+}
+
 std::string cell(double v, const char* unit) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f%s%s", v, *unit ? " " : "", unit);
@@ -99,6 +142,8 @@ nlohmann::json to_json(const CheckResult& r) {
   for (const auto& [k, v] : r.metrics) metrics[k] = v;
   nlohmann::json tables = nlohmann::json::array();
   for (const auto& t : r.tables) tables.push_back(to_json(t));
+  nlohmann::json charts = nlohmann::json::array();
+  for (const auto& c : r.charts) charts.push_back(to_json(c));
   return {{"status", status_name(r.status)},
           {"reason", r.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
           {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
@@ -106,6 +151,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"samples", samples_json(r)},
           {"details", r.details},
           {"tables", tables},
+          {"charts", charts},
           {"duration_ms", r.duration_ms}};
 }
 
@@ -332,6 +378,19 @@ nlohmann::json to_json(const LabelledSample& s) {
 nlohmann::json samples_json(const CheckResult& r) {
   nlohmann::json out = r.samples.is_array() ? r.samples : nlohmann::json::array();
   for (const auto& s : r.requests) out.push_back(to_json(s));
+  return out;
+}
+
+RunTtft run_ttft(const CheckResult& r, const std::function<bool(const LabelledSample&)>& pick) {
+  RunTtft out;
+  std::vector<double> ttft;
+  for (const auto& req : r.requests)
+    if (req.sample.ok && pick(req))
+      if (const auto v = server_ttft_ms(req.sample)) {
+        ttft.push_back(*v + req.sample.loading_wait_ms.value_or(0));
+        out.last = &req;
+      }
+  out.median_ms = stats::median(ttft).value_or(0);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // The one interface every check implements. A check measures and never decides: it returns a
 // CheckResult (status, flat metrics with units in their names, raw samples, detail tables) and
 // reports failures inside it; nothing it meets is thrown past run().
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -115,6 +116,9 @@ struct Setting {
   // Numbers: the setting whose value bounds each number from above (the concurrency levels by
   // the cap on parallel streams); nullptr when none.
   const Setting* capped_by = nullptr;
+  // What --quick and --full set it to, as --set writes it; nullptr: that profile leaves the default.
+  const char* quick = nullptr;
+  const char* full = nullptr;
   constexpr std::string_view check() const { return std::string_view(key).substr(0, std::string_view(key).find('.')); }
   constexpr std::string_view name() const { return std::string_view(key).substr(std::string_view(key).find('.') + 1); }
 };
@@ -138,6 +142,14 @@ struct CheckInfo {
   // A check a run takes only when --checks names it (`--checks +cache` adds it to the others): one
   // that costs more than a diagnosis of a slow endpoint needs.
   bool opt_in = false;
+  // Its requests to the target model are the request as the user sends it (one at a time, a short
+  // prompt): where one request must stand for the run, theirs do (the stream report.html draws,
+  // the phases the Prometheus text reports).
+  bool reference = false;
+  // It sends parallel streams level by level: its requests are no one-at-a-time series (the plan
+  // counts none of them towards one), the engine's queue counters across it are the queue of its
+  // levels, and its details' `levels` hold each level's `streams` and `queue_wait_mean_ms`.
+  bool stream_levels = false;
 };
 
 enum class CheckStatus { Ok, Skipped, Error };
@@ -163,6 +175,43 @@ std::string cell(double v, const char* unit = "");
 std::string cell(const std::optional<double>& v, const char* unit = "");
 std::string cell(const nlohmann::json& v, const char* unit = "");
 
+// A chart of the check's own measurements, declared by the check as its tables are (Check::charts):
+// report.html draws every check's charts, in run order, without knowing the check. Each point
+// says which request it came from (its request id), or nothing when the check derived it (a
+// level's median, the ends of a fit).
+struct ChartAxis {
+  std::string label;    // "prompt", "TTFT"
+  std::string unit;     // "tokens", "ms"; empty for none
+  bool counts = false;  // a count: whole-number ticks
+};
+struct ChartPoint {
+  double x = 0, y = 0;
+  std::string request_id;
+};
+// How a series is drawn: measured points alone, points joined in order, a fitted line, or a
+// reference the others are read against (a baseline drawn across).
+enum class SeriesKind { Points, Line, Fit, Reference };
+inline constexpr std::array kSeriesKindNames{core::NameRow<SeriesKind>{SeriesKind::Points, "points"},
+                                             core::NameRow<SeriesKind>{SeriesKind::Line, "line"},
+                                             core::NameRow<SeriesKind>{SeriesKind::Fit, "fit"},
+                                             core::NameRow<SeriesKind>{SeriesKind::Reference, "reference"}};
+static_assert(core::in_enum_order(kSeriesKindNames) && kSeriesKindNames.size() == 4);
+struct ChartSeries {
+  std::string name;
+  SeriesKind kind = SeriesKind::Line;
+  std::vector<ChartPoint> points;
+};
+struct Chart {
+  std::string id;  // the figure's in report.html: "ttft-vs-prompt"
+  std::string caption;
+  ChartAxis x, y;
+  std::vector<ChartSeries> series;
+};
+nlohmann::json to_json(const Chart& c);
+// A chart read back from results.json; one that does not have the shape says so in its caption
+// and draws nothing.
+Chart chart_from_json(const nlohmann::json& j);
+
 struct LabelledSample {
   api::RequestSample sample;
   nlohmann::json label;
@@ -181,6 +230,7 @@ struct CheckResult {
   nlohmann::json samples = nlohmann::json::array();
   nlohmann::json details = nlohmann::json::object();  // what the plots and other tools read
   std::vector<Table> tables;
+  std::vector<Chart> charts;  // the check's own (Check::charts), from what it returned
   double duration_ms = 0;
 
   static CheckResult start(std::string id);
@@ -370,6 +420,27 @@ nlohmann::json to_json(const LabelledSample& s);
 nlohmann::json samples_json(const CheckResult& r);
 
 
+// A request repro.sh sends again with curl, beside the run's own time to its first content
+// (without connection setup, with any wait for a loading model): a synthetic prompt of as many
+// words as the run sent, after the same idle gap.
+struct ReproRequest {
+  std::string what;           // "after 3 s idle", "2048 prompt tokens"
+  bool small_model = false;   // the small model, else the target
+  int prompt_words = 1;       // the synthetic prompt's words (api::synthetic_prompt)
+  long long max_tokens = 1;
+  double idle_before_s = 0;   // waited before sending it
+  double run_ttft_ms = 0;     // 0: a warm-up, nothing to compare with
+};
+
+// The run's median time to first content over the answered requests of `r` that `pick` takes, as
+// repro.sh prints it beside its own, and the last of them (how the run sent it); none taken:
+// median 0 and no last.
+struct RunTtft {
+  double median_ms = 0;
+  const LabelledSample* last = nullptr;
+};
+RunTtft run_ttft(const CheckResult& r, const std::function<bool(const LabelledSample&)>& pick);
+
 class Check {
  public:
   virtual ~Check() = default;
@@ -383,6 +454,18 @@ class Check {
   // The time the plan spends waiting by design (idle gaps, a soak's minutes): the check's deadline
   // is --check-timeout on top of it, so a long gap or soak is never cut by the deadline.
   virtual std::chrono::milliseconds planned_wait() const { return std::chrono::milliseconds(0); }
+  // The charts of a result of this check: series of its own points, with axes and units, each
+  // point with the request it came from. Read after run() from whatever it returned (a failed or
+  // cut-short result too), so a chart with nothing to draw says "not measured" where it stands.
+  virtual std::vector<Chart> charts(const CheckResult& r) const { return {}; }
+  // How to reproduce what this check measured: the requests repro.sh sends again to show a
+  // finding that cites `metric`, one of this check's own as rules name it ("<check id>.<quantity>_<unit>");
+  // or, with `metric` empty, the requests that stand for the run as a whole (a finding whose
+  // evidence no check's requests show, or no finding). Empty when this check's requests do not
+  // show it. `r` is this check's result; `models` the models the run asked.
+  virtual std::vector<ReproRequest> repro(const CheckResult& r, const std::string& metric, const Models& models) const {
+    return {};
+  }
 };
 
 // One model request at a time for a check: every sample lands in the result, failures are

@@ -15,6 +15,7 @@
 // Emits: coldstart.{baseline_ttft_p50_ms,first_request_ttft_ms,first_request_penalty_ms,
 // penalty_ms,threshold_s,threshold_low_s,cold_gaps_count,gaps_count}.
 #include <algorithm>
+#include <cmath>
 
 #include "checks/check.h"
 #include "checks/coldstart.h"
@@ -71,6 +72,36 @@ class ColdstartCheck final : public Check {
       longest = std::max(longest, g);
     }
     return std::chrono::milliseconds(static_cast<long long>((total + longest) * 1000));
+  }
+  // Time to first token after each idle gap, each request a point, against the back-to-back median.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries gap{"TTFT after the gap", SeriesKind::Line, {}}, base{"back-to-back baseline", SeriesKind::Reference, {}};
+    for (const auto& [s, label] : r.requests)
+      if (label.is_object() && label.contains("gap_s") && label["gap_s"].is_number())
+        if (const auto t = server_ttft_ms(s))
+          gap.points.push_back({label["gap_s"].get<double>(), *t + s.loading_wait_ms.value_or(0), s.request_id});
+    if (const auto b = r.metric(coldstart_metric::baseline_ttft_p50_ms); b && !gap.points.empty())
+      for (const double x : {gap.points.front().x, gap.points.back().x}) base.points.push_back({x, *b, ""});
+    return {{"ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.", {"idle", "s"},
+             {"TTFT", "ms"}, {gap, base}}};
+  }
+  // A finding on any of its metrics, shown again when a gap went cold: a warm-up (the model has
+  // been idle since this check, so the first request only wakes it), one back to back, and one
+  // after the gap from which every longer one was cold; each with the words the run sent.
+  std::vector<ReproRequest> repro(const CheckResult& r, const std::string& metric, const Models&) const override {
+    const auto threshold = r.metric(coldstart_metric::threshold_s);
+    if (metric.empty() || !threshold) return {};
+    const RunTtft warm = run_ttft(r, [](const LabelledSample& s) {
+      return s.label.is_object() && s.label.value("phase", "") == "baseline";
+    });
+    const RunTtft cold = run_ttft(r, [&](const LabelledSample& s) {
+      return s.label.is_object() && s.label.contains("gap_s") && s.label["gap_s"].is_number() && std::abs(s.label["gap_s"].get<double>() - *threshold) < 1e-9;
+    });
+    if (!warm.last || !cold.last) return {};
+    const int words = cold.last->sample.prompt_words > 0 ? cold.last->sample.prompt_words : prompt_tokens_;
+    return {{"warm-up", false, words, 1, 0, 0},
+            {"back to back (warm)", false, words, 1, 0, warm.median_ms},
+            {"after " + format_number(*threshold) + " s idle", false, words, 1, *threshold, cold.median_ms}};
   }
 
   CheckResult run(CheckContext& ctx) const override {

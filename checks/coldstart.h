@@ -24,10 +24,12 @@ namespace infdoctor::checks::coldstart_setting {
 
 inline constexpr Setting idle_gaps{
     .key = "coldstart.idle_gaps", .kind = SettingKind::Numbers, .def = "0,2,5,10,20", .lo = 0, .hi = 86400,
-    .help = "idle seconds before each request (--idle-gaps)"};
+    .help = "idle seconds before each request (--idle-gaps)",
+    .quick = "0,1,3", .full = "0,5,30,60,120,300"};
 inline constexpr Setting baseline_samples{
     .key = "coldstart.baseline_samples", .kind = SettingKind::Whole, .def = "3", .lo = 1, .hi = 100,
-    .help = "back-to-back requests the gaps are measured against"};
+    .help = "back-to-back requests the gaps are measured against",
+    .quick = "2", .full = "5"};
 inline constexpr Setting prompt_tokens{
     .key = "coldstart.prompt_tokens", .kind = SettingKind::Whole, .def = "16", .lo = 1, .hi = 100000,
     .help = "prompt tokens of each request"};

@@ -66,7 +66,11 @@ const CheckInfo kConcurrencyInfo{
     {{&concurrency_metric::knee_level_count, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput stops growing past {knee_level_count|parallel stream} (the knee)"},
      {nullptr, "about {parallelism_count|stream} served at once ({throughput_scaling_ratio%} of perfect scaling); batch time (a batch's slowest request) grew {latency_growth_ratio} as fast as one at a time would; throughput still growing at {max_level_count|parallel stream}"}},
     {concurrency_setting::max_streams, concurrency_setting::levels, concurrency_setting::max_tokens,
-     concurrency_setting::prompt_tokens, concurrency_setting::rounds}};
+     concurrency_setting::prompt_tokens, concurrency_setting::rounds},
+    /*off_unless=*/nullptr,
+    /*opt_in=*/false,
+    /*reference=*/false,
+    /*stream_levels=*/true};
 
 struct Level {
   int streams = 0;
@@ -102,6 +106,22 @@ class ConcurrencyCheck final : public Check {
                            " streams again, each on a connection of its own",
                        static_cast<int>(levels_.back()) * rounds_, "target", prompt_tokens_, max_tokens_});
     return steps;
+  }
+
+  // Median time to first token and output tokens a second at each level, by its parallel streams.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries ttft{"TTFT p50", SeriesKind::Line, {}}, throughput{"tokens/s", SeriesKind::Line, {}};
+    const auto levels = r.details.find("levels");
+    if (levels != r.details.end() && levels->is_array())
+      for (const auto& l : *levels) {
+        const double streams = l.value("streams", 0.0);
+        ttft.points.push_back({streams, l.value("ttft_p50_ms", 0.0), ""});
+        throughput.points.push_back({streams, l.value("throughput_tokens_per_s", 0.0), ""});
+      }
+    const ChartAxis streams{"parallel streams", "", true};
+    return {{"latency-vs-concurrency", "Median time to first token against parallel streams.", streams, {"TTFT", "ms"}, {ttft}},
+            {"throughput-vs-concurrency", "Output tokens per second against parallel streams.", streams,
+             {"output", "tokens/s"}, {throughput}}};
   }
 
   CheckResult run(CheckContext& ctx) const override {

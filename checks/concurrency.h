@@ -41,15 +41,18 @@ inline constexpr Setting max_streams{
 inline constexpr Setting levels{
     .key = "concurrency.levels", .kind = SettingKind::Numbers, .def = "1,2,4,8,16", .lo = 1, .hi = 4096,
     .help = "parallel streams of each batch (--concurrency)",
-    .capped_by = &max_streams};
+    .capped_by = &max_streams,
+    .quick = "1,2,4,8", .full = "1,2,4,8,16,32,64"};
 inline constexpr Setting max_tokens{
     .key = "concurrency.max_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,
-    .help = "output tokens asked of each"};
+    .help = "output tokens asked of each",
+    .quick = "16"};
 inline constexpr Setting prompt_tokens{
     .key = "concurrency.prompt_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,
     .help = "prompt tokens of each"};
 inline constexpr Setting rounds{
     .key = "concurrency.rounds", .kind = SettingKind::Whole, .def = "1", .lo = 1, .hi = 100,
-    .help = "batches per level"};
+    .help = "batches per level",
+    .full = "2"};
 
 }  // namespace infdoctor::checks::concurrency_setting

@@ -30,7 +30,8 @@ namespace infdoctor::checks::dns_setting {
 
 inline constexpr Setting samples{
     .key = "dns.samples", .kind = SettingKind::Whole, .def = "5", .lo = 1, .hi = 1000,
-    .help = "lookups per resolver and address family"};
+    .help = "lookups per resolver and address family",
+    .quick = "3", .full = "10"};
 inline constexpr Setting timeout_ms{
     .key = "dns.timeout_ms", .kind = SettingKind::Whole, .def = "2000", .lo = 10, .hi = 60000,
     .help = "c-ares' wait for each try, ms"};

@@ -86,6 +86,18 @@ class PathCheck final : public Check {
               std::to_string(max_hops_) + " hops";
     return {{what, 0}};
   }
+  // The median round trip to each hop of the first address's path, by its TTL.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries hops{"median RTT", SeriesKind::Line, {}};
+    const auto addresses = r.details.find("addresses");
+    if (addresses != r.details.end() && addresses->is_array() && !addresses->empty()) {
+      const auto& first = addresses->front();
+      if (first.contains("hops") && first["hops"].contains("table"))
+        for (const auto& h : first["hops"]["table"])
+          if (h.contains("p50_ms") && h["p50_ms"].is_number()) hops.points.push_back({h.value("ttl", 0.0), h["p50_ms"].get<double>(), ""});
+    }
+    return {{"hop-rtts", "Round trip to each hop of the path (first address).", {"hop", "", true}, {"RTT", "ms"}, {hops}}};
+  }
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kPathInfo.id);

@@ -35,7 +35,8 @@ namespace infdoctor::checks::path_setting {
 
 inline constexpr Setting samples{
     .key = "path.samples", .kind = SettingKind::Whole, .def = "10", .lo = 1, .hi = 1000,
-    .help = "TCP connects and ICMP echoes per address"};
+    .help = "TCP connects and ICMP echoes per address",
+    .quick = "5", .full = "20"};
 inline constexpr Setting timeout_ms{
     .key = "path.timeout_ms", .kind = SettingKind::Whole, .def = "2000", .lo = 10, .hi = 60000,
     .help = "the wait for each probe, ms; once a probe was answered, the probes of an address not yet answered "
@@ -52,10 +53,12 @@ inline constexpr Setting trace{
     .choices = "udp,tcp,off"};
 inline constexpr Setting max_hops{
     .key = "path.max_hops", .kind = SettingKind::Whole, .def = "30", .lo = 1, .hi = 64,
-    .help = "the hop table's deepest TTL (--max-hops)"};
+    .help = "the hop table's deepest TTL (--max-hops)",
+    .quick = "12"};
 inline constexpr Setting probes_per_hop{
     .key = "path.probes_per_hop", .kind = SettingKind::Whole, .def = "3", .lo = 1, .hi = 10,
-    .help = "hop table probes at each TTL"};
+    .help = "hop table probes at each TTL",
+    .quick = "1"};
 inline constexpr Setting max_addresses{
     .key = "path.max_addresses", .kind = SettingKind::Whole, .def = "4", .lo = 1, .hi = 64,
     .help = "addresses of the API host probed"};

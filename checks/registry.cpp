@@ -1,13 +1,17 @@
 #include "checks/registry.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cstdlib>
 
 namespace infdoctor::checks {
 
-const std::vector<CheckEntry>& registry() {
+namespace {
+
+std::vector<CheckEntry>& entries() {
   // dns first: it resolves the addresses that path and transport probe one by one. coldstart
   // before the other model checks: the run's first model request must be its own.
-  static const std::vector<CheckEntry> kAll = {
+  static std::vector<CheckEntry> all = {
       dns_entry(),
       path_entry(),
       transport_entry(),
@@ -21,7 +25,21 @@ const std::vector<CheckEntry>& registry() {
       load_entry(),
       soak_entry(),
   };
-  return kAll;
+  return all;
+}
+
+}  // namespace
+
+const std::vector<CheckEntry>& registry() { return entries(); }
+
+Registration::Registration(CheckEntry entry) : id_(entry.id) {
+  assert(!find_info(id_) && "a check id is registered once");
+  entries().push_back(std::move(entry));
+}
+
+Registration::~Registration() {
+  auto& all = entries();
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const CheckEntry& e) { return e.id == id_; }), all.end());
 }
 
 std::vector<MetricInfo> check_metrics() {
@@ -34,6 +52,28 @@ std::string typical_metric(Typical t) {
   for (const auto& m : check_metrics())
     if (m.tags.typical == t) return m.name;
   return {};
+}
+
+bool is_reference(const std::string& id) {
+  const CheckInfo* info = find_info(id);
+  return info && info->reference;
+}
+
+bool sends_stream_levels(const std::string& id) {
+  const CheckInfo* info = find_info(id);
+  return info && info->stream_levels;
+}
+
+std::map<int, double> level_queue_waits(const std::vector<CheckResult>& checks) {
+  std::map<int, double> out;
+  for (const auto& c : checks) {
+    if (!sends_stream_levels(c.id) || !c.details.contains("levels") || !c.details["levels"].is_array()) continue;
+    for (const auto& l : c.details["levels"])
+      if (l.is_object() && l.contains("streams") && l["streams"].is_number_integer() && l.contains("queue_wait_mean_ms") &&
+          l["queue_wait_mean_ms"].is_number())
+        out[l["streams"].get<int>()] = l["queue_wait_mean_ms"].get<double>();
+  }
+  return out;
 }
 
 const CheckInfo* find_info(const std::string& id) {

@@ -2,6 +2,7 @@
 // The checks, in run order. Order is behaviour: dns finds the addresses path and transport probe;
 // coldstart sends the run's first model request, so it sees any start-up penalty.
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,20 @@ struct CheckEntry {
 
 const std::vector<CheckEntry>& registry();
 
+// A check defined outside this folder (a test's, a plugin's) joins the registry, after every
+// check there in run order, for as long as its Registration lives: the plan, --checks, the rules'
+// known metrics, the reports and the bundle then take it as any other.
+class Registration {
+ public:
+  explicit Registration(CheckEntry entry);
+  ~Registration();
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+
+ private:
+  std::string id_;
+};
+
 // The entry of the check class C declared by `info` (each check file's <id>_entry()).
 template <class C>
 CheckEntry entry_of(const CheckInfo& info) {
@@ -39,6 +54,13 @@ const Setting* find_setting(const std::string& key);
 std::vector<std::string> setting_problems(const Options& o);
 // The name of the declared metric with this role for the typical request; empty when none.
 std::string typical_metric(Typical t);
+// Whether the check `id` declares its requests the reference (CheckInfo::reference), or that it
+// sends parallel streams level by level (CheckInfo::stream_levels); false for an id no check has.
+bool is_reference(const std::string& id);
+bool sends_stream_levels(const std::string& id);
+// What the check that sends stream levels measured each level to wait for a slot, by its
+// streams; empty when it did not run or kept no levels.
+std::map<int, double> level_queue_waits(const std::vector<CheckResult>& checks);
 
 CheckEntry dns_entry();
 CheckEntry path_entry();

@@ -37,13 +37,16 @@ namespace infdoctor::checks::serialization_setting {
 
 inline constexpr Setting sizes_kb{
     .key = "serialization.sizes_kb", .kind = SettingKind::Numbers, .def = "1,64,1024,4096", .lo = 0, .hi = 65536,
-    .help = "request bodies padded to these sizes, KB"};
+    .help = "request bodies padded to these sizes, KB",
+    .quick = "1,256,1024"};
 inline constexpr Setting repeats{
     .key = "serialization.repeats", .kind = SettingKind::Whole, .def = "2", .lo = 1, .hi = 100,
-    .help = "requests per size"};
+    .help = "requests per size",
+    .quick = "1", .full = "3"};
 inline constexpr Setting max_tokens{
     .key = "serialization.max_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 2, .hi = 100000,
-    .help = "output tokens asked of each"};
+    .help = "output tokens asked of each",
+    .quick = "16"};
 inline constexpr Setting prompt_tokens{
     .key = "serialization.prompt_tokens", .kind = SettingKind::Whole, .def = "16", .lo = 1, .hi = 100000,
     .help = "prompt tokens of each"};

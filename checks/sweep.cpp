@@ -139,6 +139,50 @@ class SweepCheck final : public Check {
                        repeats_, "small", static_cast<long long>(p), 1});
     return steps;
   }
+  // Time to first token against prompt tokens, each prefill request a point, with the fitted line.
+  std::vector<Chart> charts(const CheckResult& r) const override {
+    ChartSeries measured{"measured", SeriesKind::Points, {}}, fit{"fit", SeriesKind::Fit, {}};
+    for (const auto& [s, label] : r.requests)
+      if (label.is_object() && label.value("sweep", "") == "prefill" && s.ttft_ms && s.prompt_tokens)
+        measured.points.push_back({static_cast<double>(*s.prompt_tokens), *s.ttft_ms, s.request_id});
+    const auto slope = r.metric(sweep_metric::prefill_ms_per_token), overhead = r.metric(sweep_metric::prefill_overhead_ms);
+    if (slope && overhead && !measured.points.empty()) {
+      const auto [lo, hi] = std::minmax_element(measured.points.begin(), measured.points.end(),
+                                                [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
+      for (const double x : {lo->x, hi->x}) fit.points.push_back({x, *overhead + *slope * x, ""});
+    }
+    return {{"ttft-vs-prompt", "Time to first token against prompt tokens, with the Theil-Sen fit.",
+             {"prompt", "tokens", true}, {"TTFT", "ms"}, {measured, fit}}};
+  }
+  // A finding on the prefill's cost per token shown again: the shortest and the longest prompt
+  // asked, each with the words and output the run sent it. Its overhead and the decode are not
+  // shown by two prompt lengths.
+  std::vector<ReproRequest> repro(const CheckResult& r, const std::string& metric, const Models&) const override {
+    const bool shown = metric == sweep_metric::prefill_ms_per_token.name || metric == sweep_metric::prefill_growth_ms_per_1k_tokens.name ||
+                       metric == sweep_metric::prefill_quad_ms_per_token.name || metric == sweep_metric::ttft_at_max_prompt_ms.name;
+    if (!shown) return {};
+    const auto asked = [](const LabelledSample& s) {
+      return s.label.is_object() && s.label.value("sweep", "") == "prefill" && s.label.contains("prompt_tokens_asked");
+    };
+    int lo = 0, hi = 0;
+    for (const auto& req : r.requests)
+      if (asked(req) && req.sample.ok) {
+        const int w = req.label["prompt_tokens_asked"].get<int>();
+        if (lo == 0 || w < lo) lo = w;
+        hi = std::max(hi, w);
+      }
+    if (lo == 0 || lo == hi) return {};
+    std::vector<ReproRequest> out;
+    for (const int size : {lo, hi}) {
+      const RunTtft t = run_ttft(r, [&](const LabelledSample& s) { return asked(s) && s.label.value("prompt_tokens_asked", 0) == size; });
+      if (!t.last) return {};
+      const api::RequestSample& sent = t.last->sample;
+      const int words = sent.prompt_words > 0 ? sent.prompt_words : size;
+      out.push_back({std::to_string(sent.prompt_tokens.value_or(words)) + " prompt tokens", false, words,
+                     std::max<long long>(1, sent.output_tokens.value_or(1)), 0, t.median_ms});
+    }
+    return out;
+  }
 
   CheckResult run(CheckContext& ctx) const override {
     CheckResult out = CheckResult::start(kSweepInfo.id);

@@ -38,15 +38,18 @@ namespace infdoctor::checks::sweep_setting {
 
 inline constexpr Setting prompt_tokens{
     .key = "sweep.prompt_tokens", .kind = SettingKind::Numbers, .def = "64,512,2048,8192", .lo = 1, .hi = 2000000,
-    .help = "prompt sizes of the prefill fit (--sweep-prompt-tokens)"};
+    .help = "prompt sizes of the prefill fit (--sweep-prompt-tokens)",
+    .quick = "64,512,2048", .full = "64,512,2048,8192,32768"};
 inline constexpr Setting max_tokens{
     .key = "sweep.max_tokens", .kind = SettingKind::Numbers, .def = "1,32,128,512", .lo = 1, .hi = 1000000,
-    .help = "output sizes of the decode fit (--sweep-max-tokens)"};
+    .help = "output sizes of the decode fit (--sweep-max-tokens)",
+    .quick = "1,16,64", .full = "1,32,128,512,1024"};
 inline constexpr Setting repeats{
     .key = "sweep.repeats", .kind = SettingKind::Whole, .def = "2", .lo = 1, .hi = 100,
     .help = "requests per size; a size whose first request agrees with the smaller sizes' (its time per token "
             "and first token each within 3 MAD or a tenth of their median, or for a prompt of the line they draw) "
-            "is not repeated"};
+            "is not repeated",
+    .quick = "1", .full = "3"};
 inline constexpr Setting decode_prompt_tokens{
     .key = "sweep.decode_prompt_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,
     .help = "prompt tokens of each decode request"};

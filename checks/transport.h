@@ -44,7 +44,8 @@ namespace infdoctor::checks::transport_setting {
 
 inline constexpr Setting samples{
     .key = "transport.samples", .kind = SettingKind::Whole, .def = "5", .lo = 1, .hi = 1000,
-    .help = "fresh connections, and requests on the kept-alive one"};
+    .help = "fresh connections, and requests on the kept-alive one",
+    .quick = "3", .full = "10"};
 inline constexpr Setting max_addresses{
     .key = "transport.max_addresses", .kind = SettingKind::Whole, .def = "4", .lo = 1, .hi = 64,
     .help = "addresses of the API host measured"};

@@ -31,17 +31,9 @@ struct Context {
   std::vector<rules::RuleFile> rules;
   bool partial = false;      // interrupted: the bundle holds what was measured before
   // The requests that showed the top finding, which repro.sh sends again one by one, each beside
-  // the run's own time to its first content (without connection setup). Empty: the baseline's.
-  struct ReproRequest {
-    std::string what;           // "after 3 s idle", "2048 prompt tokens"
-    bool small_model = false;   // the small model, else the target
-    int prompt_words = 1;       // the synthetic prompt's words (api::synthetic_prompt)
-    long long max_tokens = 1;
-    double idle_before_s = 0;   // waited before sending it
-    double run_ttft_ms = 0;
-  };
+  // the run's own time to its first content (Check::repro of the check that measured it).
   std::string repro_shows;  // the finding they show: "cold_start at the target model"
-  std::vector<ReproRequest> repro;
+  std::vector<checks::ReproRequest> repro;
   // The user's own request bodies, one a line, kept as body.jsonl when the user asked; empty: none.
   std::string kept_bodies;
 };

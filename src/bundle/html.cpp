@@ -1,6 +1,7 @@
 // report.html: the diagnosis, then what people look at first (the reference request as a
 // waterfall of its terms, every request of the run on one timeline, one stream's token arrivals),
-// then the sweeps' and levels' plots and the checks' tables. Inline SVG, no script.
+// then every chart the checks declared, in the order they ran, and the checks' tables. Inline SVG,
+// no script.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -11,9 +12,8 @@
 #include "bundle/bundle.h"
 #include "bundle/svg.h"
 #include "checks/baseline.h"
-#include "checks/coldstart.h"
 #include "checks/dns.h"
-#include "checks/sweep.h"
+#include "checks/registry.h"
 #include "checks/transport.h"
 #include "core/clock.h"
 #include "core/strings.h"
@@ -30,13 +30,6 @@ namespace {
 
 using core::fmt;
 using core::html_escape;
-using nlohmann::json;
-
-checks::CheckResult* find_mut(results::RunResult& r, const std::string& id) {
-  for (auto& c : r.checks)
-    if (c.id == id) return &c;
-  return nullptr;
-}
 
 // The finding the waterfall marks: the first with a cause and milliseconds.
 const rules::Finding* top_finding(const results::RunResult& r) {
@@ -150,14 +143,15 @@ Timeline request_timeline(const results::RunResult& r) {
   return out;
 }
 
-// One stream's content events as they arrived: the target model's longest stream, the baseline's
-// first. An even slope is tokens as generated; steps are clumps held back; flat stretches, stalls.
+// One stream's content events as they arrived: the target model's longest stream, the reference
+// check's first (CheckInfo::reference). An even slope is tokens as generated; steps are clumps
+// held back; flat stretches, stalls.
 std::string token_arrivals(const results::RunResult& r, std::string& caption) {
   const api::RequestSample* best = nullptr;
   std::string from;
-  for (const char* preferred : {"baseline", ""})
+  for (const bool reference_only : {true, false})
     for (const auto& c : r.checks) {
-      if (best || (*preferred && c.id != preferred)) continue;
+      if (best || (reference_only && !checks::is_reference(c.id))) continue;
       for (const auto& [s, label] : c.requests) {
         if (!s.ok || !s.ttft_ms || s.itl_ms.size() < 2 || s.model != r.models.target) continue;
         if (label.is_object() && label.value("streams", 1) > 1) continue;
@@ -184,59 +178,27 @@ std::string token_arrivals(const results::RunResult& r, std::string& caption) {
   return svg_chart("token-arrivals-svg", {"ms from the request's start"}, {"content events arrived", true}, {arrivals});
 }
 
-// The sweeps' and levels' plots, as before the timeline: each reads a check's details.
-std::string check_plots(results::RunResult& rc) {
-  std::ostringstream p;
-  // TTFT against prompt tokens, with the fit.
-  Series pts{"measured", {}, false, "#1f6feb"}, fit{"fit", {}, true, "#d1242f"};
-  if (auto* c = find_mut(rc, "sweep")) {
-    for (const auto& [s, label] : c->requests)
-      if (label.is_object() && label.value("sweep", "") == "prefill" && s.ttft_ms && s.prompt_tokens)
-        pts.points.emplace_back(static_cast<double>(*s.prompt_tokens), *s.ttft_ms);
-    const auto slope = c->metric(checks::sweep_metric::prefill_ms_per_token), icpt = c->metric(checks::sweep_metric::prefill_overhead_ms);
-    if (slope && icpt && !pts.points.empty()) {
-      const auto [mn, mx] = std::minmax_element(pts.points.begin(), pts.points.end());
-      for (double x : {mn->first, mx->first}) fit.points.emplace_back(x, *icpt + *slope * x);
+// A check's chart as report.html draws it: measured points as dots, joined ones as a line, in
+// colours taken in turn; a fit in red, a reference in grey. Each point's tooltip names its request.
+std::string draw(const checks::Chart& c) {
+  static const char* const kPalette[] = {"#1f6feb", "#1a7f37", "#8250df", "#bf3989", "#a15c00"};
+  const auto axis = [](const checks::ChartAxis& a) {
+    return Axis(a.unit.empty() ? a.label : a.label + " (" + a.unit + ")", a.counts);
+  };
+  std::vector<Series> series;
+  std::size_t turn = 0;
+  for (const auto& s : c.series) {
+    Series drawn{s.name, {}, s.kind != checks::SeriesKind::Points, kPalette[turn % std::size(kPalette)]};
+    if (s.kind == checks::SeriesKind::Fit) drawn.color = "#d1242f";
+    else if (s.kind == checks::SeriesKind::Reference) drawn.color = "#999999";
+    else ++turn;
+    for (const auto& p : s.points) {
+      drawn.points.emplace_back(p.x, p.y);
+      drawn.notes.push_back(p.request_id.empty() ? "" : "request " + p.request_id);
     }
+    series.push_back(std::move(drawn));
   }
-  p << figure("ttft-vs-prompt", "Time to first token against prompt tokens (max_tokens=1), with the Theil-Sen fit.",
-              svg_chart("ttft-vs-prompt-svg", {"prompt tokens", true}, {"TTFT ms"}, {pts, fit}));
-
-  // Latency and throughput against concurrency.
-  Series ttft_c{"TTFT p50 ms", {}, true, "#1f6feb"}, thr_c{"tokens/s", {}, true, "#1a7f37"};
-  if (auto* c = find_mut(rc, "concurrency"); c && c->details.contains("levels"))
-    for (auto& l : c->details["levels"]) {
-      ttft_c.points.emplace_back(l["streams"].get<double>(), l["ttft_p50_ms"].get<double>());
-      thr_c.points.emplace_back(l["streams"].get<double>(), l["throughput_tokens_per_s"].get<double>());
-    }
-  p << figure("latency-vs-concurrency", "Median time to first token against parallel streams.",
-              svg_chart("latency-vs-concurrency-svg", {"parallel streams", true}, {"TTFT ms"}, {ttft_c}));
-  p << figure("throughput-vs-concurrency", "Output tokens per second against parallel streams.",
-              svg_chart("throughput-vs-concurrency-svg", {"parallel streams", true}, {"tokens/s"}, {thr_c}));
-
-  // TTFT against idle gap.
-  Series gap{"TTFT after the gap", {}, true, "#8250df"}, base{"back-to-back baseline", {}, true, "#999999"};
-  if (auto* c = find_mut(rc, "coldstart"); c && c->details.contains("gaps")) {
-    for (auto& g : c->details["gaps"]) gap.points.emplace_back(g["gap_s"].get<double>(), g["ttft_ms"].get<double>());
-    if (auto b = c->metric(checks::coldstart_metric::baseline_ttft_p50_ms); b && !gap.points.empty()) {
-      base.points.emplace_back(gap.points.front().first, *b);
-      base.points.emplace_back(gap.points.back().first, *b);
-    }
-  }
-  p << figure("ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.",
-              svg_chart("ttft-vs-idle-gap-svg", {"idle seconds"}, {"TTFT ms"}, {gap, base}));
-
-  // Hop RTTs.
-  Series hops{"median RTT", {}, true, "#bf3989"};
-  if (auto* c = find_mut(rc, "path"); c && c->details.contains("addresses") && !c->details["addresses"].empty()) {
-    auto& a = c->details["addresses"][0];
-    if (a.contains("hops"))
-      for (auto& h : a["hops"]["table"])
-        if (h["p50_ms"].is_number()) hops.points.emplace_back(h["ttl"].get<double>(), h["p50_ms"].get<double>());
-  }
-  p << figure("hop-rtts", "Round trip to each hop of the path (first address).",
-              svg_chart("hop-rtts-svg", {"hop", true}, {"RTT ms"}, {hops}));
-  return p.str();
+  return figure(c.id, c.caption, svg_chart(c.id + "-svg", axis(c.x), axis(c.y), series));
 }
 
 }  // namespace
@@ -295,15 +257,10 @@ std::string render_html(const results::RunResult& r) {
   const std::string arrivals = token_arrivals(r, caption);
   o << figure("token-arrivals", caption, arrivals);
 
-  o << "<h2>Sweeps and levels</h2>\n";
-  // The plots read each check's free-form details. Results read back from a file may have been
-  // edited or come from another version: what cannot be read is said, not drawn.
-  try {
-    results::RunResult rc = r;  // non-const access: a missing key reads as null, not undefined behaviour
-    o << check_plots(rc);
-  } catch (const json::exception& e) {
-    o << "<p>Plots: the details in these results are unreadable (" << html_escape(e.what()) << ").</p>\n";
-  }
+  // Every chart the checks declared, in the order they ran.
+  o << "<h2>What the checks measured</h2>\n";
+  for (const auto& c : r.checks)
+    for (const auto& chart : c.charts) o << draw(chart);
 
   // Per-phase breakdown of a typical request.
   std::vector<std::pair<std::string, double>> bars;

@@ -123,9 +123,11 @@ std::string svg_chart(const std::string& id, const Axis& x, const Axis& y, const
       }
       o << "\"/>";
     }
-    for (const auto& [vx, vy] : s.points) {
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const auto [vx, vy] = s.points[i];
       const double cx = px(vx), cy = py(vy);
-      const std::string title = "<title>" + html_escape(s.name) + ": " + fmt("%.4g", vx) + ", " + fmt("%.4g", vy) + "</title>";
+      const std::string note = i < s.notes.size() && !s.notes[i].empty() ? " (" + html_escape(s.notes[i]) + ")" : "";
+      const std::string title = "<title>" + html_escape(s.name) + ": " + fmt("%.4g", vx) + ", " + fmt("%.4g", vy) + note + "</title>";
       if (s.mark == Mark::Cross)
         o << "<path d=\"M" << cx - 4 << " " << cy - 4 << "L" << cx + 4 << " " << cy + 4 << "M" << cx - 4 << " " << cy + 4 << "L"
           << cx + 4 << " " << cy - 4 << "\" stroke=\"" << s.color << "\" stroke-width=\"2\">" << title << "</path>";

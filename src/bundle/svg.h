@@ -37,6 +37,8 @@ struct Series {
   std::string color = "#1f6feb";
   Mark mark = Mark::Dot;
   bool steps = false;  // a line drawn as a staircase (arrivals: flat where nothing came)
+  // Beside each point, in its tooltip (the request it came from); empty, or one a point.
+  std::vector<std::string> notes = {};
 };
 
 // Spans of the x axis shaded behind the data (slow periods), with their legend.

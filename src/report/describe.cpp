@@ -64,12 +64,17 @@ std::string describe_requests(const results::RunResult& r) {
   }
   // "answered over HTTP/2" when all were; else "answered 41 over HTTP/2 and 2 over HTTP/1.1".
   const std::string answered = by_count.size() == 1 ? "over HTTP/" + by_count.front().second : core::join(parts, " and ");
-  const bool without = std::any_of(r.checks.begin(), r.checks.end(),
-                                   [](const checks::CheckResult& c) { return c.id == "serialization" && !c.requests.empty(); });
+  // A check that also sent requests without it labels them so (accept_encoding "").
+  std::string without;
+  for (const auto& c : r.checks)
+    for (const auto& ls : c.requests)
+      if (without.empty() && ls.label.is_object() && ls.label.contains("accept_encoding") &&
+          ls.label["accept_encoding"] == "")
+        without = c.id;
   std::string out = (total == 1 ? std::string("The model request went") : core::count_of(total, "model request") + " went") +
                     " out with Accept-Encoding: " + std::string(api::kSdkAcceptEncoding) +
                     ", as the OpenAI and Anthropic SDKs send it" +
-                    (without ? " (the serialization check also streamed without it)" : "") + ", and " +
+                    (without.empty() ? "" : " (the " + without + " check also streamed without it)") + ", and " +
                     (total == 1 ? "was" : "were") + " answered " + answered + ".\n";
   // Where the run's numbers rest on something a server may not send: the route, and the tokens.
   std::string proxy;

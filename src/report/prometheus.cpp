@@ -11,6 +11,7 @@
 
 #include "checks/baseline.h"
 #include "checks/coldstart.h"
+#include "checks/registry.h"
 #include "checks/sweep.h"
 #include "core/exit_code.h"
 #include "core/redact.h"
@@ -56,17 +57,16 @@ std::vector<const api::RequestSample*> answered(const results::RunResult& r) {
   return out;
 }
 
-// The requests a run's timings stand for: the baseline's at the target model (the request as the
-// user sends it), else a probe's, else every answered one.
+// The requests a run's timings stand for: those at the target model of the check that declares
+// its requests the reference (the request as the user sends it), else every answered one (a
+// probe's one request).
 std::vector<const api::RequestSample*> reference_samples(const results::RunResult& r) {
   std::vector<const api::RequestSample*> out;
-  for (const char* check : {"baseline", "probe"}) {
-    for (const auto& c : r.checks)
-      if (c.id == check)
-        for (const auto& ls : c.requests)
-          if (ls.sample.ok && (r.models.target.empty() || ls.sample.model == r.models.target)) out.push_back(&ls.sample);
-    if (!out.empty()) return out;
-  }
+  for (const auto& c : r.checks)
+    if (checks::is_reference(c.id))
+      for (const auto& ls : c.requests)
+        if (ls.sample.ok && (r.models.target.empty() || ls.sample.model == r.models.target)) out.push_back(&ls.sample);
+  if (!out.empty()) return out;
   return answered(r);
 }
 
@@ -373,7 +373,7 @@ void render_target(PromWriter& w, const PromTarget& t) {
   if (auto v = get(checks::sweep_metric::prefill_ms_per_token.name)) w.sample("infdoctor_prefill_seconds_per_token", labels, *v / 1000.0);
   if (auto v = get(checks::sweep_metric::decode_ms_per_token.name)) w.sample("infdoctor_decode_seconds_per_token", labels, *v / 1000.0);
   for (const auto& c : r.checks)
-    if (c.id == "coldstart" && c.status == checks::CheckStatus::Ok)
+    if (c.id == checks::coldstart_metric::penalty_ms.check() && c.status == checks::CheckStatus::Ok)
       w.sample("infdoctor_cold_start_penalty_seconds", labels, get(checks::coldstart_metric::penalty_ms.name).value_or(0) / 1000.0);
 
   // Findings: every (cause, scope, severity) the rules can give, 1 for those this run gave.

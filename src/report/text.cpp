@@ -95,14 +95,11 @@ void render_table(std::string& out, const checks::Table& t) {
 
 // A metric as a person reads it: what its declaration says it is, with the name the JSON and the
 // rules use after it.
+// Read afresh each time: a check registered since (checks::Registration) is declared too.
 std::string metric_label(const std::string& name) {
-  static const std::map<std::string, std::string> help = [] {
-    std::map<std::string, std::string> m;
-    for (const auto& info : results::all_metrics()) m[info.name] = info.help;
-    return m;
-  }();
-  const auto it = help.find(name);
-  return it == help.end() || it->second.empty() ? name : it->second + " (" + name + ")";
+  for (const auto& info : results::all_metrics())
+    if (info.name == name) return info.help.empty() ? name : info.help + " (" + name + ")";
+  return name;
 }
 
 }  // namespace

@@ -143,6 +143,8 @@ core::Result<RunResult> from_json(const nlohmann::json& j) {
       cr.details = c.value("details", nlohmann::json::object());
       if (auto t = c.find("tables"); t != c.end() && t->is_array())
         for (const auto& table : *t) cr.tables.push_back(checks::table_from_json(table));
+      if (auto ch = c.find("charts"); ch != c.end() && ch->is_array())
+        for (const auto& chart : *ch) cr.charts.push_back(checks::chart_from_json(chart));
       cr.duration_ms = c.value("duration_ms", 0.0);
       r.checks.push_back(std::move(cr));
     }

@@ -7,6 +7,7 @@
 #include "checks/baseline.h"
 #include "checks/coldstart.h"
 #include "checks/path.h"
+#include "checks/registry.h"
 #include "checks/serialization.h"
 #include "checks/sweep.h"
 #include "checks/transport.h"
@@ -22,19 +23,6 @@ namespace {
 std::optional<double> finite(const std::vector<checks::CheckResult>& checks, const checks::MetricKey& m) {
   const auto v = checks::metric_of(checks, m);
   return v && std::isfinite(*v) ? v : std::nullopt;
-}
-
-// What the concurrency check measured each level to wait for a slot, by its streams.
-std::map<int, double> queue_waits(const std::vector<checks::CheckResult>& checks) {
-  std::map<int, double> out;
-  for (const auto& c : checks) {
-    if (c.id != "concurrency" || !c.details.contains("levels") || !c.details["levels"].is_array()) continue;
-    for (const auto& l : c.details["levels"])
-      if (l.is_object() && l.contains("streams") && l["streams"].is_number_integer() && l.contains("queue_wait_mean_ms") &&
-          l["queue_wait_mean_ms"].is_number())
-        out[l["streams"].get<int>()] = l["queue_wait_mean_ms"].get<double>();
-  }
-  return out;
 }
 
 // The measured terms, read once.
@@ -63,7 +51,7 @@ struct Terms {
     cold_threshold_s = finite(c, checks::coldstart_metric::threshold_s);
     if (auto it = run.find(rm::slow_tpot_excess_ms_per_token); it != run.end()) slow_excess = it->second;
     if (auto it = run.find(rm::slow_factor_ratio); it != run.end()) slow_factor = it->second;
-    queue = queue_waits(c);
+    queue = checks::level_queue_waits(c);
   }
 };
 

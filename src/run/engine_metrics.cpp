@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "checks/registry.h"
 #include "core/strings.h"
 #include "results/run_metrics.h"
 
@@ -157,9 +158,10 @@ std::map<std::string, double> engine_metrics(const std::vector<EngineSnapshot>& 
     m[rm::engine_spec_draft_tokens_count] = *d;
     m[rm::engine_spec_acceptance_ratio] = *a / *d;
   }
-  // The concurrency check alone: from the scrape before it to the scrape after it.
+  // The check that sends parallel streams level by level alone: from the scrape before it to the
+  // scrape after it.
   for (std::size_t i = 1; i < snaps.size(); ++i) {
-    if (snaps[i].after != "concurrency") continue;
+    if (!checks::sends_stream_levels(snaps[i].after)) continue;
     const EngineSnapshot &a = snaps[i - 1], &b = snaps[i];
     if (auto n = delta(a.queue_count, b.queue_count)) m[rm::engine_concurrency_requests_count] = *n;
     if (auto v = mean_ms(a.queue_sum_s, a.queue_count, b.queue_sum_s, b.queue_count))

@@ -8,18 +8,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "checks/baseline.h"
-#include "checks/cache.h"
 #include "checks/coldstart.h"
 #include "checks/concurrency.h"
 #include "checks/dns.h"
 #include "checks/path.h"
 #include "checks/replay.h"
-#include "checks/serialization.h"
 #include "checks/load.h"
 #include "checks/soak.h"
 #include "checks/sweep.h"
-#include "checks/transport.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "run/slo.h"
@@ -28,45 +24,11 @@
 namespace infdoctor::run {
 namespace {
 
-using Settings = std::vector<std::pair<const checks::Setting*, std::string>>;
-
-// Settings of the two profiles; the sweep flags and --set come after and win.
-const Settings kQuick = {
-    {&checks::dns_setting::samples, "3"},
-    {&checks::path_setting::samples, "5"},
-    {&checks::path_setting::max_hops, "12"},
-    {&checks::path_setting::probes_per_hop, "1"},
-    {&checks::transport_setting::samples, "3"},
-    {&checks::coldstart_setting::idle_gaps, "0,1,3"},
-    {&checks::coldstart_setting::baseline_samples, "2"},
-    {&checks::baseline_setting::samples, "3"},
-    {&checks::baseline_setting::max_tokens, "32"},
-    {&checks::sweep_setting::prompt_tokens, "64,512,2048"},
-    {&checks::sweep_setting::max_tokens, "1,16,64"},
-    {&checks::sweep_setting::repeats, "1"},
-    {&checks::cache_setting::repeats, "2"},
-    {&checks::cache_setting::idle_gaps, "5"},
-    {&checks::serialization_setting::sizes_kb, "1,256,1024"},
-    {&checks::serialization_setting::repeats, "1"},
-    {&checks::serialization_setting::max_tokens, "16"},
-    {&checks::concurrency_setting::levels, "1,2,4,8"},
-    {&checks::concurrency_setting::max_tokens, "16"},
-};
-const Settings kFull = {
-    {&checks::dns_setting::samples, "10"},
-    {&checks::path_setting::samples, "20"},
-    {&checks::transport_setting::samples, "10"},
-    {&checks::coldstart_setting::idle_gaps, "0,5,30,60,120,300"},
-    {&checks::coldstart_setting::baseline_samples, "5"},
-    {&checks::baseline_setting::samples, "10"},
-    {&checks::sweep_setting::prompt_tokens, "64,512,2048,8192,32768"},
-    {&checks::sweep_setting::max_tokens, "1,32,128,512,1024"},
-    {&checks::sweep_setting::repeats, "3"},
-    {&checks::cache_setting::idle_gaps, "10,60,300,600"},
-    {&checks::serialization_setting::repeats, "3"},
-    {&checks::concurrency_setting::levels, "1,2,4,8,16,32,64"},
-    {&checks::concurrency_setting::rounds, "2"},
-};
+// The profile --quick or --full asks for, as each setting declares it (Setting::quick, ::full);
+// nullptr for none. The sweep flags and --set come after and win.
+const char* profile_value(const PlanOptions& o, const checks::Setting& s) {
+  return o.quick ? s.quick : o.full ? s.full : nullptr;
+}
 
 bool is_registered(const std::string& id) {
   const auto& reg = checks::registry();
@@ -94,7 +56,9 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
   if (o.quick && o.full) return core::make_error(core::ErrorCode::InvalidArgument, "--quick and --full exclude each other");
   RunPlan plan;
   plan.check_ids = core::split(o.checks);
-  for (const auto& [s, v] : o.quick ? kQuick : (o.full ? kFull : Settings{})) plan.options.set(*s, v);
+  for (const auto& e : checks::registry())
+    for (const auto& s : e.info->settings)
+      if (const char* v = profile_value(o, s)) plan.options.set(s, v);
   const std::pair<const checks::Setting*, const std::string*> lists[] = {
       {&checks::sweep_setting::prompt_tokens, &o.prompt_tokens},
       {&checks::sweep_setting::max_tokens, &o.max_tokens},
@@ -172,12 +136,15 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
           limits[r.load] = limits.count(r.load) ? std::min(limits[r.load], slo.limit) : slo.limit;
   for (const auto& [s, v] : limits) unless_given(*s, checks::format_number(v));
   if (auto st = prepare(plan); !st.ok()) return st.error();
-  // A body is for the replay check: --checks without it would leave the body unsent, unsaid.
-  if (!o.body.empty() && std::none_of(plan.checks.begin(), plan.checks.end(), [](const auto& c) {
-        return c->info().id == "replay";
+  // A body is for the check whose setting it fills: --checks without it would leave the body
+  // unsent, unsaid.
+  const std::string sends_body(checks::replay_setting::body.check());
+  if (!o.body.empty() && std::none_of(plan.checks.begin(), plan.checks.end(), [&](const auto& c) {
+        return c->info().id == sends_body;
       }))
-    return core::make_error(core::ErrorCode::InvalidArgument,
-                            "--body is sent by the replay check, which --checks leaves out: add replay to --checks");
+    return core::make_error(core::ErrorCode::InvalidArgument, "--body is sent by the " + sends_body +
+                                                                  " check, which --checks leaves out: add " + sends_body +
+                                                                  " to --checks");
   return plan;
 }
 
@@ -243,11 +210,11 @@ checks::Cost planned_cost(const std::vector<PlannedStep>& steps) {
 
 std::string series_blind_spot(const std::vector<PlannedStep>& steps) {
   // The run's requests read as one time series (run/runner.cpp, read_series) count when they are
-  // streamed and bring 8 tokens or more, and are not the concurrency check's parallel streams
-  // (counted out here whole): a plan with fewer than the series needs cannot see slowdowns over time.
+  // streamed and bring 8 tokens or more, and are not parallel streams (a check that sends stream
+  // levels is counted out here whole): a plan with fewer than the series needs cannot see slowdowns over time.
   int series = 0;
   for (const auto& p : steps)
-    if (!p.model.empty() && p.check != "concurrency" && p.step.stream && p.step.max_tokens >= 8)
+    if (!p.model.empty() && !checks::sends_stream_levels(p.check) && p.step.stream && p.step.max_tokens >= 8)
       series += p.step.requests;
   if (series >= static_cast<int>(stats::kMinSamples)) return "";
   return "it cannot judge slowdowns over time (a noisy neighbour, a slow replica): that needs " +
@@ -305,11 +272,6 @@ std::string dry_run_text(const std::vector<PlannedStep>& steps, const api::Endpo
 }
 
 std::string settings_text() {
-  const auto profile = [](const Settings& settings, const checks::Setting& s) -> std::string {
-    for (const auto& [d, v] : settings)
-      if (std::string_view(d->key) == s.key) return v;
-    return "";
-  };
   std::string out =
       "Every check's settings, as --set CHECK.NAME=VALUE gives them (--set comes last and wins over a profile\n"
       "and the flags named beside a setting). What --quick and --full change is shown beside the default.\n";
@@ -320,10 +282,9 @@ std::string settings_text() {
     core::appendf(out, "\n%s: %s%s\n", e.id.c_str(), e.info->title.c_str(), off.c_str());
     for (const auto& s : e.info->settings) {
       const std::string def = *s.def ? s.def : "(none)";
-      const std::string quick = profile(kQuick, s), full = profile(kFull, s);
       core::appendf(out, "  %-30s default %s", s.key, def.c_str());
-      if (!quick.empty()) core::appendf(out, ", --quick %s", quick.c_str());
-      if (!full.empty()) core::appendf(out, ", --full %s", full.c_str());
+      if (s.quick) core::appendf(out, ", --quick %s", s.quick);
+      if (s.full) core::appendf(out, ", --full %s", s.full);
       core::appendf(out, "\n      %s; %s\n", s.help, checks::setting_accepts(s).c_str());
     }
   }

@@ -3,14 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "api/endpoint_spec.h"
-#include "checks/coldstart.h"
 #include "checks/replay.h"
 #include "core/message.h"
 #include "core/exit_code.h"
@@ -18,7 +17,6 @@
 #include "core/redact.h"
 #include "report/prometheus.h"
 #include "report/text.h"
-#include "stats/fit.h"
 
 namespace infdoctor::run {
 namespace {
@@ -36,110 +34,28 @@ core::Status try_output(const std::string& flag, const std::string& path) {
   return {};
 }
 
-// The requests that showed the run's top finding, for repro.sh to send again: a cold start's
-// warm request and the one after the idle gap that went cold; slow prefill's shortest and longest
-// prompts of the sweep; anything else the baseline's request to each model. Each with the run's
-// median time to first content over the requests it stands for.
-void choose_repro(const results::RunResult& r, const std::vector<PlannedStep>& steps, bundle::Context& bc) {
+// The requests that showed the run's top finding, for repro.sh to send again: asked of the check
+// that measured each metric the finding cites, in turn (Check::repro); when none of them shows
+// one, of each check in run order for the requests that stand for the run as a whole.
+void choose_repro(const results::RunResult& r, const RunPlan& plan, bundle::Context& bc) {
   const auto top = std::find_if(r.diagnosis.begin(), r.diagnosis.end(),
                                 [](const rules::Finding& f) { return f.severity != rules::Severity::Info; });
-  const std::string cause = top == r.diagnosis.end() ? "" : top->cause;
-  const auto check = [&](const char* id) -> const checks::CheckResult* {
-    for (const auto& c : r.checks)
-      if (c.id == id && c.status == checks::CheckStatus::Ok) return &c;
-    return nullptr;
-  };
-  const auto step_words = [&](const char* id, const std::string& model) {
-    for (const auto& p : steps)
-      if (p.check == id && p.step.model == model && p.step.prompt_tokens > 0) return static_cast<int>(p.step.prompt_tokens);
-    return 16;
-  };
-  // The run's median time to first content over the requests `pick` takes, with the last of them.
-  const auto gather = [](const checks::CheckResult& c, const std::function<bool(const nlohmann::json&, const api::RequestSample&)>& pick,
-                         double& ttft, const checks::LabelledSample*& last) {
-    std::vector<double> t;
-    for (const auto& req : c.requests)
-      if (req.sample.ok && pick(req.label, req.sample))
-        if (auto v = checks::server_ttft_ms(req.sample)) {
-          t.push_back(*v + req.sample.loading_wait_ms.value_or(0));
-          last = &req;
-        }
-    ttft = stats::median(t).value_or(0);
-    return !t.empty();
+  const auto ask = [&](const checks::CheckResult& c, const std::string& metric) -> std::vector<checks::ReproRequest> {
+    if (c.status != checks::CheckStatus::Ok) return {};
+    for (const auto& check : plan.checks)
+      if (check->info().id == c.id) return check->repro(c, metric, r.models);
+    return {};
   };
   bc.repro.clear();
-  if (cause == "cold_start") {
-    const auto* c = check("coldstart");
-    const auto threshold = metric(r, checks::coldstart_metric::threshold_s.name);
-    if (c && threshold) {
-      int words = step_words("coldstart", "target");
-      double warm = 0, cold = 0;
-      const checks::LabelledSample* last = nullptr;
-      const bool got_warm = gather(*c, [](const nlohmann::json& l, const api::RequestSample&) {
-        return l.value("phase", "") == "baseline";
-      }, warm, last);
-      const bool got_cold = gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
-        return l.contains("gap_s") && l["gap_s"].is_number() && std::abs(l["gap_s"].get<double>() - *threshold) < 1e-9;
-      }, cold, last);
-      if (last && last->sample.prompt_words > 0) words = last->sample.prompt_words;  // as the run sent it
-      if (got_warm && got_cold) {
-        // A model left idle since the run went cold again: the first request only warms it up.
-        bc.repro.push_back({"warm-up", false, words, 1, 0, 0});
-        bc.repro.push_back({"back to back (warm)", false, words, 1, 0, warm});
-        bc.repro_shows = rules::cause_and_scope(*top);
-        bc.repro.push_back({"after " + checks::format_number(*threshold) + " s idle", false, words, 1, *threshold, cold});
-        return;
-      }
+  if (top != r.diagnosis.end())
+    for (const auto& [metric, _] : top->evidence) {
+      for (const auto& c : r.checks)
+        if (bc.repro.empty() && c.id == metric.substr(0, metric.find('.'))) bc.repro = ask(c, metric);
+      if (!bc.repro.empty()) break;
     }
-  }
-  if (cause == "prefill_bound") {
-    if (const auto* c = check("sweep")) {
-      // The shortest and longest sizes asked, each sent again with the words the run sent for it.
-      int lo = 0, hi = 0;
-      for (const auto& req : c->requests)
-        if (req.label.value("sweep", "") == "prefill" && req.label.contains("prompt_tokens_asked") && req.sample.ok) {
-          const int w = req.label["prompt_tokens_asked"].get<int>();
-          if (lo == 0 || w < lo) lo = w;
-          hi = std::max(hi, w);
-        }
-      for (const int asked : {lo, hi}) {
-        if (asked == 0 || lo == hi) continue;
-        double ttft = 0;
-        const checks::LabelledSample* last = nullptr;
-        gather(*c, [&](const nlohmann::json& l, const api::RequestSample&) {
-          return l.value("sweep", "") == "prefill" && l.value("prompt_tokens_asked", 0) == asked;
-        }, ttft, last);
-        if (!last) continue;
-        const int words = last->sample.prompt_words > 0 ? last->sample.prompt_words : asked;
-        const auto tokens = last->sample.prompt_tokens.value_or(words);
-        bc.repro.push_back({std::to_string(tokens) + " prompt tokens", false, words,
-                            std::max<long long>(1, last->sample.output_tokens.value_or(1)), 0, ttft});
-      }
-      if (bc.repro.size() == 2) {
-        bc.repro_shows = rules::cause_and_scope(*top);
-        return;
-      }
-      bc.repro.clear();
-    }
-  }
-  // Anything else: the baseline's request to each model.
-  if (const auto* c = check("baseline")) {
-    for (const bool small : {false, true}) {
-      const std::string& model = small ? r.models.small : r.models.target;
-      if (model.empty()) continue;
-      double ttft = 0;
-      const checks::LabelledSample* last = nullptr;
-      gather(*c, [&](const nlohmann::json&, const api::RequestSample& s) { return s.model == model; }, ttft, last);
-      if (!last) continue;
-      long long max_tokens = 64;
-      for (const auto& p : steps)
-        if (p.check == "baseline" && p.step.model == (small ? "small" : "target")) max_tokens = p.step.max_tokens;
-      const int words = last->sample.prompt_words > 0 ? last->sample.prompt_words : step_words("baseline", small ? "small" : "target");
-      bc.repro.push_back({small ? "the small model" : "the target model", small, words,
-                          max_tokens, 0, ttft});
-    }
-    if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
-  }
+  for (const auto& c : r.checks)
+    if (bc.repro.empty()) bc.repro = ask(c, "");
+  if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
 }
 
 }  // namespace
@@ -243,8 +159,14 @@ std::vector<results::RunResult> Session::measure_together(const std::vector<Sess
     sides.push_back({s->ctx_.get(), s->pacer_.get(), s->progress_.get(), s->engine_.get()});
   }
   core::install_interrupt_handlers();
-  std::vector<results::RunResult> results = run_interleaved(sessions.front()->options_.plan, sides);
+  const RunPlan& plan = sessions.front()->options_.plan;
+  std::vector<results::RunResult> results = run_interleaved(plan, sides);
   for (std::size_t i = 0; i < sessions.size(); ++i) results[i].models = sessions[i]->subject_.models;
+  // What each check shows of its result, drawn by the check that measured it.
+  for (auto& r : results)
+    for (auto& c : r.checks)
+      for (const auto& check : plan.checks)
+        if (check->info().id == c.id) c.charts = check->charts(c);
   for (std::size_t i = 0; i < sessions.size(); ++i)
     if (const api::Preset* p = api::find_preset(sessions[i]->subject_.preset))
       results[i].preset = preset_signals(*p, results[i]);
@@ -270,93 +192,112 @@ void Session::diagnose(results::RunResult& r) {
   for (const auto& m : unmeasured) say("warning", "--slo names " + m + ", which was not measured");
 }
 
-int Session::finish(results::RunResult& r) {
+std::vector<Exporter> Session::exporters(const results::RunResult& r, int code) {
   const Outputs& out = options_.outputs;
-  int code = exit_code(r);
-  bool failed = false;
-  auto write = [&](const std::string& path, const std::string& text) {
-    if (auto st = bundle::write_replacing(path, core::scrub(text)); !st.ok()) {
-      say("error", st.error().message);
-      failed = true;
-    }
-  };
+  std::vector<Exporter> e;
   // What the provider said (error messages, headers) may echo the key: scrubbed on the way out.
-  if (out.json == "-") {
-    std::cout << core::scrub(to_json(r).dump(2)) << '\n';
-  } else {
-    if (out.report) std::cout << core::scrub(report::render_text(r));
-    if (!out.json.empty()) write(out.json, to_json(r).dump(2) + "\n");
-  }
-  if (history_) {
-    history::RunRecord rec;
-    rec.started_at = r.started_at;
-    rec.target = r.target.base_url;
-    rec.model = subject_.models.target;
-    rec.exit_code = code;
-    rec.top_finding = r.diagnosis.empty() ? "" : r.diagnosis.front().rule;
-    rec.partial = !r.interrupted_by.empty();
-    rec.metrics = metrics_;
-    if (auto id = history_->record(rec); !id.ok()) {
-      say("error", id.error().message);
-      failed = true;
-    }
-  }
-  if (bundle_) {
-    bundle::Context bc;
-    bc.command_line = options_.command_line;
-    bundle::describe_endpoint(bc, subject_.endpoint);
-    for (const auto& m : {subject_.models.target, subject_.models.small})
-      if (!m.empty()) bc.models.push_back(m);
-    bc.rules = rules_.files;
-    if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
-    choose_repro(r, steps(), bc);
-    bc.partial = !r.interrupted_by.empty();
-    pacer_->set_sample_sink({});
-    samples_.reset();
-    if (auto st = bundle_->finish(r, bc); !st.ok()) {
-      say("error", st.error().message);
-      failed = true;
-    } else {
+  const auto file = [](const std::string& path, const std::string& text) {
+    return bundle::write_replacing(path, core::scrub(text));
+  };
+  // The report on stdout, unless --json - takes it.
+  if (out.report && out.json != "-")
+    e.push_back([&r] {
+      std::cout << core::scrub(report::render_text(r));
+      return core::Status{};
+    });
+  // --json: a file, or stdout.
+  if (!out.json.empty())
+    e.push_back([&r, &out, file] {
+      if (out.json != "-") return file(out.json, to_json(r).dump(2) + "\n");
+      std::cout << core::scrub(to_json(r).dump(2)) << '\n';
+      return core::Status{};
+    });
+  // --history: the run's row.
+  if (history_)
+    e.push_back([this, &r, code]() -> core::Status {
+      history::RunRecord rec;
+      rec.started_at = r.started_at;
+      rec.target = r.target.base_url;
+      rec.model = subject_.models.target;
+      rec.exit_code = code;
+      rec.top_finding = r.diagnosis.empty() ? "" : r.diagnosis.front().rule;
+      rec.partial = !r.interrupted_by.empty();
+      rec.metrics = metrics_;
+      if (auto id = history_->record(rec); !id.ok()) return id.error();
+      return {};
+    });
+  // --bundle: summary.md, results.json, samples.jsonl, repro.sh, report.html and the manifest of
+  // their digests, as one bundle.
+  if (bundle_)
+    e.push_back([this, &r, &out]() -> core::Status {
+      bundle::Context bc;
+      bc.command_line = options_.command_line;
+      bundle::describe_endpoint(bc, subject_.endpoint);
+      for (const auto& m : {subject_.models.target, subject_.models.small})
+        if (!m.empty()) bc.models.push_back(m);
+      bc.rules = rules_.files;
+      if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
+      choose_repro(r, options_.plan, bc);
+      bc.partial = !r.interrupted_by.empty();
+      pacer_->set_sample_sink({});
+      samples_.reset();
+      if (auto st = bundle_->finish(r, bc); !st.ok()) return st;
       say("", "evidence bundle written to " + out.bundle);
-    }
-  }
-  if (!out.prom.empty() || !out.push.empty()) {
+      return {};
+    });
+  if (out.prom.empty() && out.push.empty()) return e;
+  // --prom and --push: the Prometheus text, to a file and to a Pushgateway; counters go on from
+  // what the last run left where this one goes, and the run's time is taken once, when the first
+  // is written, so both say the same.
+  auto taken = std::make_shared<std::optional<std::pair<double, double>>>();
+  const auto text_after = [this, &r, code, taken](const core::Result<prom::Exposition>& earlier) {
+    if (!*taken)
+      *taken = std::pair(std::chrono::duration<double>(core::real_clock().now() - measure_started_).count(),
+                         core::unix_seconds_now());
     report::PromTarget t;
     t.labels = prom_labels();
     t.run = &r;
     t.exit_code = code;
-    t.run_seconds = std::chrono::duration<double>(core::real_clock().now() - measure_started_).count();
-    t.finished_at_s = core::unix_seconds_now();
+    t.run_seconds = (*taken)->first;
+    t.finished_at_s = (*taken)->second;
     t.rules = &rules_;
     for (const auto& slo : slos_) t.slo_metrics.push_back(slo.metric);
-    // Counters go on from what the last run left where this one goes.
-    const report::Tally own = report::tally(r);
-    const auto text_after = [&](const core::Result<prom::Exposition>& earlier) {
-      t.totals = own;
-      if (earlier.ok()) t.totals.add(report::tally_from(earlier.value(), t.labels));
-      return core::scrub(report::render_prometheus({t}));
-    };
-    if (!out.prom.empty()) {
+    t.totals = report::tally(r);
+    if (earlier.ok()) t.totals.add(report::tally_from(earlier.value(), t.labels));
+    return core::scrub(report::render_prometheus({t}));
+  };
+  if (!out.prom.empty())
+    e.push_back([this, &out, file, text_after] {
       std::ifstream in(out.prom);
       const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       auto earlier = prom::parse_exposition(before);
       if (!before.empty() && !earlier.ok())
         say("warning", "--prom " + out.prom + " held no Prometheus text (" + earlier.error().message +
                            "): its counters start again from this run");
-      write(out.prom, text_after(earlier));
-    }
-    if (!out.push.empty()) {
+      return file(out.prom, text_after(earlier));
+    });
+  if (!out.push.empty())
+    e.push_back([this, &out, text_after]() -> core::Status {
       auto earlier = report::read_gateway(out.push, std::chrono::seconds(10));
       const std::string text = text_after(earlier);
-      if (auto st = report::push_prometheus(out.push, t.labels, text, std::chrono::seconds(10)); !st.ok()) {
-        say("error", core::scrub(st.error().message + ": " + st.error().detail));
-        failed = true;
-      } else if (!earlier.ok()) {
+      if (auto st = report::push_prometheus(out.push, prom_labels(), text, std::chrono::seconds(10)); !st.ok())
+        return core::make_error(st.error().code, st.error().message + ": " + st.error().detail);
+      if (!earlier.ok())
         say("warning", core::scrub(earlier.error().message + ": " + earlier.error().detail +
                                    "; the pushed counters start again from this run"));
-      }
+      return {};
+    });
+  return e;
+}
+
+int Session::finish(results::RunResult& r) {
+  const int code = exit_code(r);
+  bool failed = false;
+  for (const auto& write : exporters(r, code))
+    if (auto st = write(); !st.ok()) {
+      say("error", core::scrub(st.error().message));
+      failed = true;
     }
-  }
   if (!r.unreachable.empty())
     say("error", "could not reach the model: " + core::scrub(r.unreachable));
   else if (!r.interrupted_by.empty())

@@ -66,6 +66,11 @@ struct SessionOptions {
   std::function<void(const std::string& level, const std::string& text)> log{};
 };
 
+// One output of a run, chosen by its flag (the report, --json, --history, --bundle, --prom,
+// --push) and written whole from the results model once the diagnosis is made. It says nothing of
+// its own failure: Session::finish does, and writes the others still.
+using Exporter = std::function<core::Status()>;
+
 class Session {
  public:
   static core::Result<std::unique_ptr<Session>> open(SessionOptions options, Subject subject);
@@ -92,6 +97,9 @@ class Session {
   Session(SessionOptions options, Subject subject) : options_(std::move(options)), subject_(std::move(subject)) {}
   void announce() const;
   void say(const std::string& level, const std::string& text) const;
+  // The outputs the flags ask for, in the order finish() writes them: the report or JSON on
+  // stdout first, then the files, the history row, the bundle and the Prometheus text.
+  std::vector<Exporter> exporters(const results::RunResult& r, int code);
 
   SessionOptions options_;
   Subject subject_;

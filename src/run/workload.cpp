@@ -12,6 +12,7 @@
 #include "checks/concurrency.h"
 #include "checks/load.h"
 #include "checks/path.h"
+#include "checks/registry.h"
 #include "checks/replay.h"
 #include "checks/sweep.h"
 #include "checks/transport.h"
@@ -34,24 +35,18 @@ std::optional<double> metric(const std::vector<checks::CheckResult>& checks, con
   return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
-// The concurrency check's mean wait at the level nearest `streams` (the lower one on a tie); at
-// one stream nobody waits, and the level reads its own spread (mean over median), near 0.
+// The mean wait for a slot at the measured level of parallel streams nearest `streams` (the
+// lower one on a tie); at one stream nobody waits, and the level reads its own spread (mean over
+// median), near 0.
 std::optional<double> queue_wait_at(const std::vector<checks::CheckResult>& checks, int streams) {
-  for (const auto& c : checks) {
-    if (c.id != "concurrency" || !c.details.contains("levels")) continue;
-    std::optional<double> best;
-    int best_distance = INT_MAX;
-    for (const auto& l : c.details["levels"]) {
-      if (!l.contains("streams") || !l.contains("queue_wait_mean_ms") || !l["queue_wait_mean_ms"].is_number()) continue;
-      const int d = std::abs(l["streams"].get<int>() - streams);
-      if (d < best_distance) {
-        best_distance = d;
-        best = l["queue_wait_mean_ms"].get<double>();
-      }
+  std::optional<double> best;
+  int best_distance = INT_MAX;
+  for (const auto& [level, wait] : checks::level_queue_waits(checks))
+    if (const int d = std::abs(level - streams); d < best_distance) {
+      best_distance = d;
+      best = wait;
     }
-    return best;
-  }
-  return std::nullopt;
+  return best;
 }
 
 // The reference request's connection setup, from the run's own requests sent one at a time and

@@ -1,5 +1,6 @@
-// The terminal report and report.html on results read back from a file: details of the wrong
-// shape (an edited file, another version) are named as unreadable; nothing throws.
+// The terminal report and report.html on results read back from a file: details, tables and charts
+// of the wrong shape (an edited file, another version) draw nothing or are named as unreadable;
+// nothing throws.
 #include <doctest/doctest.h>
 
 #include "bundle/bundle.h"
@@ -8,7 +9,7 @@
 
 namespace infdoctor::report {
 
-TEST_CASE("report: unreadable check details and tables are named, the rest of the report stands") {
+TEST_CASE("report: unreadable check details, tables and charts are named or left out, the rest of the report stands") {
   results::RunResult r;
   r.target.base_url = "https://api.example.com/v1";
   checks::CheckResult conc = checks::CheckResult::start("concurrency");
@@ -23,6 +24,9 @@ TEST_CASE("report: unreadable check details and tables are named, the rest of th
   conc.tables.push_back(checks::table_from_json(
       {{"title", "concurrency: per level"}, {"columns", {"streams", "TTFT p50"}}, {"rows", nlohmann::json::array({nlohmann::json::array({"1", "40.0 ms"})})}}));
   path.tables.push_back(checks::table_from_json({{"title", "path: round trips"}, {"rows", {{1, 2}}}}));
+  // report.html draws the charts the checks declared, never their details; a chart of the wrong
+  // shape read back (series that are not a list) is named.
+  conc.charts.push_back(checks::chart_from_json({{"id", "latency-vs-concurrency"}, {"caption", "TTFT"}, {"series", 3}}));
   r.checks = {path, cold, base, conc};
 
   std::string text;
@@ -33,7 +37,7 @@ TEST_CASE("report: unreadable check details and tables are named, the rest of th
 
   std::string html;
   CHECK_NOTHROW(html = bundle::render_html(r));
-  CHECK(html.find("the details in these results are unreadable") != std::string::npos);
+  CHECK(html.find("a chart of this check is unreadable") != std::string::npos);
   bundle::Context ctx;
   CHECK_NOTHROW(bundle::render_summary(r, ctx));
 }
@@ -66,6 +70,26 @@ TEST_CASE("results read back: a model request with fields of the wrong type stay
   bundle::Context ctx;
   CHECK_NOTHROW(bundle::render_summary(*back, ctx));
   CHECK_NOTHROW(bundle::render_html(*back));
+}
+
+TEST_CASE("results read back: a check's charts come back as written, and report.html draws them with their requests") {
+  checks::CheckResult sweep = checks::CheckResult::start("sweep");
+  sweep.charts.push_back({"ttft-vs-prompt", "TTFT against prompt tokens.", {"prompt", "tokens", true}, {"TTFT", "ms"},
+                          {{"measured", checks::SeriesKind::Points, {{64, 41.5, "req-1"}, {2048, 240, "req-2"}}},
+                           {"fit", checks::SeriesKind::Fit, {{64, 40, ""}, {2048, 238, ""}}}}});
+  results::RunResult r;
+  r.target.base_url = "https://api.example.com/v1";
+  r.checks.push_back(sweep);
+  const auto back = results::from_json(results::to_json(r));
+  REQUIRE(back.ok());
+  REQUIRE(back->checks.front().charts.size() == 1);
+  const checks::Chart& c = back->checks.front().charts.front();
+  CHECK(checks::to_json(c) == checks::to_json(sweep.charts.front()));
+  CHECK(c.series[1].points[0].request_id.empty());  // a derived point names no request
+  const std::string html = bundle::render_html(*back);
+  CHECK(html.find("<figure data-plot=\"ttft-vs-prompt\">") != std::string::npos);
+  CHECK(html.find("measured: 2048, 240 (request req-2)") != std::string::npos);
+  CHECK(html.find("prompt (tokens)") != std::string::npos);
 }
 
 TEST_CASE("report: a preset's timing signals, seen and not seen, counted from the samples") {
