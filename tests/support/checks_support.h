@@ -18,10 +18,10 @@ struct CheckSetup {
   checks::Models models;
   int max_requests = 1000000;
   std::chrono::seconds deadline{120};
-  std::chrono::milliseconds request_timeout{30000};  // each model request's (--timeout)
   // Ports a test plugs in instead of the real ones: a fake clock, a scripted model. Without a
   // model port, requests go through a pacer of the run's kind.
   checks::Ports ports = {};
+  std::chrono::milliseconds request_timeout{30000};  // each request's (--timeout)
 };
 
 inline checks::CheckResult run_check(const std::string& id, const CheckSetup& setup,
