@@ -382,9 +382,7 @@ class SweepCheck final : public Check {
   // do not depend on max_tokens), or the line through them (a prompt size's first token, and its
   // pace where context slows it; the MAD is of their distances from the line).
   static bool agrees(const std::vector<double>& earlier, double v) {
-    if (earlier.size() < 4) return false;
-    const double m = *stats::median(earlier);
-    return std::abs(v - m) <= std::max(3 * stats::mad(earlier), 0.1 * m);
+    return earlier.size() >= 4 && near(earlier, *stats::median(earlier), v);
   }
   static bool on_line(const std::vector<double>& x, const std::vector<double>& y, double at, double v) {
     if (x.size() < 4) return false;
@@ -393,7 +391,12 @@ class SweepCheck final : public Check {
     std::vector<double> off;
     for (std::size_t k = 0; k < x.size(); ++k) off.push_back(y[k] - (f->intercept + f->slope * x[k]));
     const double predicted = f->intercept + f->slope * at;
-    return predicted > 0 && std::abs(v - predicted) <= std::max(3 * stats::mad(off), 0.1 * predicted);
+    return predicted > 0 && near(off, predicted, v);
+  }
+  // `v` within 3 MAD of the earlier values (a MAD does not move with what they are measured from)
+  // or a tenth of `predicted`.
+  static bool near(const std::vector<double>& earlier, double predicted, double v) {
+    return std::abs(v - predicted) <= std::max(3 * stats::mad(earlier), 0.1 * predicted);
   }
   static std::vector<double> head(const std::vector<double>& v, std::size_t n) {
     return {v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size()))};

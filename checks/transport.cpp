@@ -105,12 +105,16 @@ class TransportCheck final : public Check {
     // unless every one was, when the host is unreachable and the connects say how.
     const bool some_answered = std::any_of(addrs.begin(), addrs.begin() + static_cast<std::ptrdiff_t>(n_addr),
                                            [&](const std::string& ip) { return !ctx.silent(ip); });
+    // An address that answered no connect: its row says so and what it cost.
+    const auto say_silent = [&](const std::string& ip, nlohmann::json why) {
+      per_address.push_back({{"address", ip}, {"silent", std::move(why)}});
+      addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
+      ++silent;
+    };
     for (std::size_t ai = 0; ai < n_addr; ++ai) {
       const std::string& ip = addrs[ai];
       if (!proxy && some_answered && ctx.silent(ip)) {
-        per_address.push_back({{"address", ip}, {"silent", {{"note", "answered no connect of the path check: not probed"}}}});
-        addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
-        ++silent;
+        say_silent(ip, {{"note", "answered no connect of the path check: not probed"}});
         continue;
       }
       const std::string pin =
@@ -157,12 +161,9 @@ class TransportCheck final : public Check {
       std::vector<double> resumed_tls;
       int resume_tries = 0, resumed = 0;
       if (watch.given_up()) {
-        per_address.push_back({{"address", ip}, {"silent", {{"probes_count", watch.probes()},
-                                                            {"note", "no answer to " + std::to_string(watch.probes()) +
-                                                                         " connects in a row: given up"}}}});
-        addresses_table.rows.push_back({ip, "no answer", "-", "-", "-", "-", "-", "-"});
+        say_silent(ip, {{"probes_count", watch.probes()},
+                        {"note", "no answer to " + std::to_string(watch.probes()) + " connects in a row: given up"}});
         ctx.mark_silent(ip);
-        ++silent;
         continue;
       }
       for (int i = 0; t.scheme == "https" && i <= samples_ && ctx.before_deadline(); ++i) {
