@@ -320,13 +320,16 @@ std::optional<int> Pacer::Calibration::words_for(int tokens) const {
     x.push_back(w);
     y.push_back(t);
   }
-  double per_word = *stats::median(tokens_per_word), fixed = 0;
-  if (*std::min_element(x.begin(), x.end()) != *std::max_element(x.begin(), x.end()))
-    if (const auto fit = stats::theil_sen(x, y); fit && fit->slope > 0) {
-      per_word = fit->slope;
-      fixed = std::max(0.0, fit->intercept);
-    }
-  return std::max(1, static_cast<int>(std::lround((tokens - fixed) / per_word)));
+  const auto fit = stats::least_squares(x, y);
+  if (!fit || fit->slope <= 0)
+    return std::max(1, static_cast<int>(std::lround(tokens / *stats::median(tokens_per_word))));
+  // Walk by the fitted slope from the measured prompt nearest in tokens: a slope's error grows with the
+  // distance walked, and the nearest measured size is the shortest walk (a line's intercept is anchored
+  // at the middle of the sizes measured, often far from the size wanted).
+  std::size_t near = 0;
+  for (std::size_t i = 1; i < y.size(); ++i)
+    if (std::abs(y[i] - tokens) < std::abs(y[near] - tokens)) near = i;
+  return std::max(1, static_cast<int>(std::lround(x[near] + (tokens - y[near]) / fit->slope)));
 }
 
 void Pacer::size_prompt(api::ChatRequest& r) const {

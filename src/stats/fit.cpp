@@ -63,19 +63,11 @@ double mad(const std::vector<double>& v) {
   return 1.4826 * *median(dev);
 }
 
-std::optional<LineFit> theil_sen(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size() || x.size() < 2) return std::nullopt;
-  std::vector<double> slopes;
-  for (std::size_t i = 0; i < x.size(); ++i)
-    for (std::size_t j = i + 1; j < x.size(); ++j)
-      if (x[j] != x[i]) slopes.push_back((y[j] - y[i]) / (x[j] - x[i]));
-  if (slopes.empty()) return std::nullopt;
-  LineFit f;
+namespace {
+
+// The line's r^2 and slope noise against its points; the points have distinct x values.
+LineFit with_residuals(LineFit f, const std::vector<double>& x, const std::vector<double>& y) {
   f.count = x.size();
-  f.slope = *median(slopes);
-  std::vector<double> icpt;
-  for (std::size_t i = 0; i < x.size(); ++i) icpt.push_back(y[i] - f.slope * x[i]);
-  f.intercept = *median(icpt);
   double mean_y = 0;
   for (double v : y) mean_y += v;
   mean_y /= static_cast<double>(y.size());
@@ -88,8 +80,45 @@ std::optional<LineFit> theil_sen(const std::vector<double>& x, const std::vector
   }
   f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
   const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-  f.slope_noise = 2 * worst / (*hi - *lo);  // distinct x values exist: a slope was found
+  f.slope_noise = 2 * worst / (*hi - *lo);
   return f;
+}
+
+}  // namespace
+
+std::optional<LineFit> theil_sen(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) return std::nullopt;
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t j = i + 1; j < x.size(); ++j)
+      if (x[j] != x[i]) slopes.push_back((y[j] - y[i]) / (x[j] - x[i]));
+  if (slopes.empty()) return std::nullopt;
+  LineFit f;
+  f.slope = *median(slopes);
+  std::vector<double> icpt;
+  for (std::size_t i = 0; i < x.size(); ++i) icpt.push_back(y[i] - f.slope * x[i]);
+  f.intercept = *median(icpt);
+  return with_residuals(f, x, y);
+}
+
+std::optional<LineFit> least_squares(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) return std::nullopt;
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (!(sxx > 0)) return std::nullopt;
+  LineFit f;
+  f.slope = sxy / sxx;
+  f.intercept = my - f.slope * mx;
+  return with_residuals(f, x, y);
 }
 
 std::optional<Interval> bootstrap_median_ci(const std::vector<double>& v, double level, int resamples,

@@ -25,6 +25,10 @@ struct LineFit {
 
 // Needs at least two distinct x values; nothing otherwise.
 std::optional<LineFit> theil_sen(const std::vector<double>& x, const std::vector<double>& y);
+// The least-squares line, for counts that round but never jump (a tokenizer's counts against words):
+// every pair weighs by its spread, so near sizes' rounding moves the slope less than under Theil-Sen.
+// Needs two distinct x values; nothing otherwise.
+std::optional<LineFit> least_squares(const std::vector<double>& x, const std::vector<double>& y);
 
 // y = a + b x + c x^2 by least squares, for a cost that grows faster than linearly (attention's
 // quadratic term in prefill). max_residual is the largest distance of a point from the curve.

@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "fake/forward_proxy.h"
@@ -137,7 +139,10 @@ TEST_CASE("realistic: a tokenizer that splits words and a chat template: each pr
     if (s["label"].value("sweep", "") != "prefill" || !s["ok"].get<bool>()) continue;
     const double asked = s["label"]["prompt_tokens_asked"].get<double>();
     CAPTURE(asked);
-    CHECK(s["prompt_tokens"].get<double>() == doctest::Approx(asked).epsilon(0.03));
+    // Within 3 %, or 4 tokens at the smallest size: the first 64-token prompt is walked from the
+    // warm-ups' 16 words by a slope those few small prompts fix to 0.094 token a word at worst
+    // (stats' least-squares test), up to 38 words away, and lands on a whole word.
+    CHECK(std::abs(s["prompt_tokens"].get<double>() - asked) <= std::max(0.03 * asked, 0.094 * 38 + 0.5));
     ++sized;
   }
   CHECK(sized >= 4);
