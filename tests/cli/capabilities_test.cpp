@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <algorithm>
+#include <sstream>
+#include <map>
 
 #include "checks/check.h"
 #include "net/subprocess.h"
@@ -180,6 +183,65 @@ TEST_CASE("realistic: with --body, the reference request is the user's own: its 
   }
   MESSAGE("priced on " << m["workload_prompt_tokens_count"] << " prompt and " << m["workload_output_tokens_count"]
                        << " output tokens, " << m["workload_body_bytes"] << " bytes");
+}
+
+TEST_CASE("realistic: the ticket's requests for a first-token cause are ranked net of the server's queue; requests sent beside others are left to queueing") {
+  // Slow prefill on a server that serves four requests at a time and says how long each waited
+  // (Server-Timing's queue): the concurrency check's requests wait behind each other for seconds,
+  // longer than the sweep's longest prompt spends in prefill. A provider engineer handed those
+  // would find queueing, not prefill.
+  const double prefill = draw(2.5, 4);
+  MESSAGE("planted: prefill " << prefill << " ms a token, four slots, the queue reported");
+  auto server = test::start_fake(R"({"models": {"Llama-3.1-70B-Instruct": {"overhead_ms": 40, "prefill_ms_per_token": )" +
+                                 std::to_string(prefill) + R"(, "decode_ms_per_token": 20, "slots": 4, "timing_headers": true},
+      "Llama-3.2-3B-Instruct": {"overhead_ms": 40, "prefill_ms_per_token": 0.02, "decode_ms_per_token": 5}}})");
+  test::TempFile out("", "bundle");
+  const std::string dir = out.dir() + "/b";
+  const auto r = run({"run", "--base-url", server->base_url(), "--model", "Llama-3.1-70B-Instruct", "--small-model",
+                      "Llama-3.2-3B-Instruct", "--checks", "baseline,sweep,concurrency", "--set", "sweep.prompt_tokens=64,1024,2048",
+                      "--set", "sweep.max_tokens=1,32", "--bundle", dir});
+  const auto& j = r.results;
+  CAPTURE(findings_of(j));
+  const auto top = test::top_cause(j);
+  REQUIRE_FALSE(top.is_null());
+  REQUIRE(top["cause"] == "prefill_bound");
+  // Ranked by the raw time to first token, the ticket would list parallel requests: their wait
+  // behind each other is longer than most of the sweep's prefill.
+  std::vector<std::pair<double, std::string>> by_ttft;
+  std::map<std::string, int> beside;  // request id: the requests sent with it (its concurrency level, its transfers in flight)
+  for (const auto& [id, c] : j["checks"].items())
+    for (const auto& s : c["samples"]) {
+      const int n = std::max(s["label"].value("streams", 1), s.value("in_flight_count", 1));
+      beside[s.value("request_id", "")] = n;
+      if (s.contains("ttft_ms") && s["ttft_ms"].is_number()) by_ttft.emplace_back(s["ttft_ms"].get<double>(), s.value("request_id", ""));
+    }
+  std::sort(by_ttft.rbegin(), by_ttft.rend());
+  int parallel_in_raw_top = 0;
+  for (std::size_t i = 0; i < by_ttft.size() && i < 10; ++i) parallel_in_raw_top += beside[by_ttft[i].second] > 1;
+  CHECK(parallel_in_raw_top >= 1);
+  std::ifstream in(dir + "/summary.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = md.find("## Requests that show prefill_bound most");
+  REQUIRE_MESSAGE(at != std::string::npos, md);
+  std::istringstream table(md.substr(at));
+  std::string line;
+  int rows = 0;
+  while (std::getline(table, line) && rows < 12) {
+    if (line.rfind("| 20", 0) != 0) continue;  // a row starts with its UTC start time
+    std::vector<std::string> cells;
+    std::istringstream cs(line);
+    for (std::string cell; std::getline(cs, cell, '|');) cells.push_back(cell);
+    REQUIRE(cells.size() > 4);
+    std::string id = cells[4];
+    id.erase(std::remove_if(id.begin(), id.end(), [](char c) { return c == '`' || c == ' '; }), id.end());
+    CAPTURE(line);
+    REQUIRE(beside.count(id));
+    CHECK(beside[id] <= 1);
+    ++rows;
+  }
+  CHECK(rows >= 3);
+  MESSAGE(parallel_in_raw_top << " of the 10 slowest first tokens were parallel requests; the ticket lists " << rows
+                                << " requests, none of them sent beside another");
 }
 
 TEST_CASE("probe: a reasoning model's thinking on a line of its own") {
