@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -91,6 +93,55 @@ TEST_CASE("flags renamed so that one name means one thing say their new name") {
     for (const char* want : {"-m,--max-time", "-H,--header", "-x,--proxy", "-k,--insecure", "-s,--quiet", "-v,--verbose"})
       CHECK_MESSAGE(r.out.find(want) != std::string::npos, cmd << " --help lacks " << want);
   }
+}
+
+TEST_CASE("run --help groups its flags: target, connection, checks, workload, output, scheduled runs; the load ramp has flags of its own") {
+  const auto r = infdoctor({"run", "--help"});
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  std::vector<std::string> groups;
+  std::map<std::string, std::string> group_of;  // a flag's long name: the group it is listed under
+  std::string group, line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == ':' && line.front() != ' ') {
+      group = line.substr(0, line.size() - 1);
+      if (group != "Options") groups.push_back(group);
+      continue;
+    }
+    // An option's line: "  -x,--proxy TEXT  ..." or "  --base-url TEXT  ..."
+    if (line.rfind("  -", 0) != 0) continue;
+    const auto at = line.find("--");
+    if (at == std::string::npos) continue;
+    const auto end = line.find_first_of(" ,=", at);
+    group_of[line.substr(at, end - at)] = group;
+  }
+  CHECK(groups == std::vector<std::string>{"Target", "Connection", "Checks", "Workload", "Output", "Scheduled runs"});
+  // Every flag but --help is in a group, none left in the ungrouped list.
+  for (const auto& [flag, g] : group_of) {
+    CAPTURE(flag);
+    if (flag != "--help") CHECK(g != "Options");
+  }
+  CHECK(group_of.size() >= 40);
+  for (const auto& [flag, g] : std::vector<std::pair<std::string, std::string>>{
+           {"--base-url", "Target"}, {"--model", "Target"}, {"--proxy", "Connection"}, {"--cacert", "Connection"},
+           {"--checks", "Checks"}, {"--load-levels", "Checks"}, {"--load-rates", "Checks"}, {"--load-mix", "Checks"},
+           {"--workload", "Workload"}, {"--body", "Workload"}, {"--slo", "Workload"}, {"--json", "Output"},
+           {"--bundle", "Output"}, {"--prom", "Scheduled runs"}, {"--push", "Scheduled runs"}, {"--history", "Scheduled runs"}}) {
+    CAPTURE(flag);
+    CHECK(group_of[flag] == g);
+  }
+  // A load flag is its setting under another name: the same plan as --set load.*.
+  const auto plan = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run", "--base-url", "http://127.0.0.1:9/v1", "--model", "Qwen2.5-7B-Instruct",
+                                     "--checks", "load", "--dry-run"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto p = infdoctor(args);
+    CHECK(p.exit_code == 0);
+    return p.out;
+  };
+  CHECK(plan({"--load-levels", "3,6"}) == plan({"--set", "load.levels=3,6"}));
+  CHECK(plan({"--load-levels", "3,6"}) != plan({"--set", "load.levels=3,7"}));
+  CHECK(plan({"--load-rates", "2,4"}) == plan({"--set", "load.rates=2,4"}));
 }
 
 TEST_CASE("-m is curl's --max-time: a first token later than it fails the request in about that time") {
