@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -55,6 +57,29 @@ constexpr report::PromFamily kExporterFamilies[] = {
      "1 when the last reading of the targets succeeded."},
     {"infdoctor_config_last_reload_success_timestamp_seconds", "gauge",
      "When the targets were last read successfully, in Unix seconds."},
+    {"infdoctor_metrics_build_seconds", "gauge",
+     "Wall time the previous /metrics took to build its body: the lock a run's end holds, rendering runs not yet "
+     "rendered, joining every target's text. Sending the body is not in it."},
+    {"infdoctor_metrics_build_cpu_seconds", "gauge",
+     "CPU time the thread that built the previous /metrics body used for it."},
+    {"infdoctor_metrics_build_runqueue_seconds", "gauge",
+     "Time the thread that built the previous /metrics body was ready to run and waited for a CPU (Linux "
+     "schedstat); the build's wall time less this and its CPU time was spent waiting on a lock."},
+};
+
+// The calling thread's CPU time and the time it waited, ready to run, for a CPU (the second field of
+// /proc/thread-self/schedstat; 0 where the kernel keeps no schedstat), in seconds.
+struct ThreadTimes {
+  double cpu_s = 0, runqueue_s = 0;
+  static ThreadTimes now() {
+    ThreadTimes t;
+    timespec ts{};
+    if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) t.cpu_s = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+    std::ifstream in("/proc/thread-self/schedstat");
+    unsigned long long on_cpu = 0, waited = 0;
+    if (in >> on_cpu >> waited) t.runqueue_s = static_cast<double>(waited) / 1e9;
+    return t;
+  }
 };
 
 // A target's run families as exposition text, in the order they were declared: the sample lines
@@ -144,6 +169,8 @@ struct Exporter::Impl {
   std::map<const TargetState*, RenderedTarget> rendered;
   std::vector<FamilyHeader> family_headers;
   std::shared_ptr<std::string> body_buffer;  // /metrics' body, filled again by each scrape
+  // How long the previous scrape took to build its body (under rendered_mu).
+  std::optional<std::pair<double, ThreadTimes>> last_build;
   std::mutex reload_mu;  // guards the two below
   bool reload_ok = true;
   double reload_ok_at = 0;
@@ -293,6 +320,8 @@ struct Exporter::Impl {
   // joins them family by family. With a thousand targets, rendering every run at every scrape took
   // longer than 100 ms.
   HttpResponse metrics() {
+    const auto began = std::chrono::steady_clock::now();
+    const ThreadTimes thread_began = ThreadTimes::now();
     report::PromWriter w;
     for (const auto& f : kExporterFamilies) w.family(f);
     std::vector<const TargetState*> in_order;
@@ -316,6 +345,11 @@ struct Exporter::Impl {
       std::lock_guard lock(reload_mu);
       w.sample("infdoctor_config_last_reload_successful", {}, reload_ok ? 1 : 0);
       w.sample("infdoctor_config_last_reload_success_timestamp_seconds", {}, std::round(reload_ok_at));
+    }
+    if (last_build) {
+      w.sample("infdoctor_metrics_build_seconds", {}, last_build->first);
+      w.sample("infdoctor_metrics_build_cpu_seconds", {}, last_build->second.cpu_s);
+      w.sample("infdoctor_metrics_build_runqueue_seconds", {}, last_build->second.runqueue_s);
     }
     for (const auto& u : stale) render(u);
     const std::set<const TargetState*> current(in_order.begin(), in_order.end());
@@ -354,6 +388,9 @@ struct Exporter::Impl {
     }
     body += build;
     body += own;
+    const ThreadTimes thread_ended = ThreadTimes::now();
+    last_build = {std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                  {thread_ended.cpu_s - thread_began.cpu_s, thread_ended.runqueue_s - thread_began.runqueue_s}};
     HttpResponse out{200, "text/plain; version=0.0.4; charset=utf-8", ""};
     out.shared_body = body_buffer;
     return out;

@@ -134,6 +134,12 @@ std::string text_arg(int argc, char** argv, const char* name, const std::string&
   return fallback;
 }
 
+// A gauge without labels from an exposition's text; -1 when it is not there.
+double gauge(const std::string& body, const std::string& name) {
+  const auto at = body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::atof(body.c_str() + at + name.size() + 2);
+}
+
 bool flag(int argc, char** argv, const char* name) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return true;
@@ -317,6 +323,8 @@ int fleet(int argc, char** argv) {
 
   struct Reading {
     double t_s, rss_mb, metrics_ms, load;
+    // What the exporter says of this scrape's build, in the next scrape's body (ms; -1 unknown).
+    double build_ms = -1, build_cpu_ms = -1, build_runqueue_ms = -1;
     int fds;
     SeriesCount series;
     BundleDisk disk;
@@ -363,6 +371,12 @@ int fleet(int argc, char** argv) {
                  r.series.by_name["infdoctor_runs_total"] == 3 * n &&
                  r.series.by_name["infdoctor_time_to_first_token_seconds_bucket"] == 20 * n &&
                  r.series.by_name["infdoctor_request_budget_remaining"] == n;
+    if (!readings.empty()) {
+      auto& before = readings.back();
+      before.build_ms = 1000 * gauge(resp.body, "infdoctor_metrics_build_seconds");
+      before.build_cpu_ms = 1000 * gauge(resp.body, "infdoctor_metrics_build_cpu_seconds");
+      before.build_runqueue_ms = 1000 * gauge(resp.body, "infdoctor_metrics_build_runqueue_seconds");
+    }
     readings.push_back(r);
     if (r.t_s >= next_row || next + span(scrape_every) >= end) {
       std::printf("| %.1f | %zu | %.1f | %d | %.1f | %zu | %zu | %zu | %.1f | %.2f |\n", r.t_s / 60, finished, r.rss_mb,
@@ -383,11 +397,17 @@ int fleet(int argc, char** argv) {
   while (warm < readings.size() && !readings[warm].complete) ++warm;
   const bool ever_complete = warm < readings.size();
   std::size_t incomplete_after = 0;
-  std::vector<double> latency_all, latency_warm, latency_quiet;
+  std::vector<double> latency_all, latency_warm, latency_quiet, build, build_cpu, build_queue, beyond_build;
   for (std::size_t i = 0; i < readings.size(); ++i) {
     latency_all.push_back(readings[i].metrics_ms);
     if (i >= warm) {
       latency_warm.push_back(readings[i].metrics_ms);
+      if (readings[i].build_ms >= 0) {
+        build.push_back(readings[i].build_ms);
+        build_cpu.push_back(readings[i].build_cpu_ms);
+        build_queue.push_back(readings[i].build_runqueue_ms);
+        beyond_build.push_back(readings[i].metrics_ms - readings[i].build_ms);
+      }
       if (readings[i].load < kQuietLoad) latency_quiet.push_back(readings[i].metrics_ms);
       if (!readings[i].complete) ++incomplete_after;
     }
@@ -454,6 +474,14 @@ int fleet(int argc, char** argv) {
   std::printf("| /metrics after the first round, host load under %.1f | p50 %.1f ms, p99 %.1f ms, max %.1f ms (%zu scrapes) |\n",
               kQuietLoad, percentile(latency_quiet, 50), percentile(latency_quiet, 99), percentile(latency_quiet, 100),
               latency_quiet.size());
+  // Where a scrape's time goes, as the exporter timed its build: a wait for a CPU the host's load
+  // makes, a lock a run's end held, or the sending and this client.
+  std::printf("| /metrics after the first round, its build in the exporter | p50 %.1f ms, p99 %.1f ms, max %.1f ms (%zu scrapes) |\n",
+              percentile(build, 50), percentile(build, 99), percentile(build, 100), build.size());
+  std::printf("| ... of which CPU / waiting for a CPU | p50 %.1f / %.1f ms, p99 %.1f / %.1f ms |\n", percentile(build_cpu, 50),
+              percentile(build_queue, 50), percentile(build_cpu, 99), percentile(build_queue, 99));
+  std::printf("| ... sending and reading the body, beyond the build | p50 %.1f ms, p99 %.1f ms, max %.1f ms |\n",
+              percentile(beyond_build, 50), percentile(beyond_build, 99), percentile(beyond_build, 100));
   std::printf("| RSS after the first round / at the end / highest | %.1f / %.1f / %.1f MB |\n", base.rss_mb, last.rss_mb,
               max_rss);
   std::printf("| open fds, fewest at once in the first / second half after the first round, highest | %d / %d, %d |\n",

@@ -436,6 +436,17 @@ TEST_CASE("prometheus: serve as a blackbox user expects: series from the start, 
   CHECK(hung_s > 9.0);
   CHECK(hung_s < 11.0);
   CHECK(waited < 16.0);
+  // The exporter times its own scrapes: the previous one's build, the CPU it used, its wait for a CPU.
+  CHECK(sample_line(first, "infdoctor_metrics_build_seconds ") == "");
+  const double build_s = sample_value(sample_line(now, "infdoctor_metrics_build_seconds "));
+  const double build_cpu_s = sample_value(sample_line(now, "infdoctor_metrics_build_cpu_seconds "));
+  const double build_queue_s = sample_value(sample_line(now, "infdoctor_metrics_build_runqueue_seconds "));
+  CHECK(build_s > 0);
+  CHECK(build_s < 1);
+  CHECK(build_cpu_s > 0);
+  CHECK(build_cpu_s <= build_s + 0.001);  // clocks read a microsecond apart
+  CHECK(build_queue_s >= 0);
+  CHECK(build_queue_s <= build_s + 0.001);
 
   // A probe target keeps its last bundle, so an alert's link to it works.
   const test::Fetched summary = test::http_get(serve.url("/bundles/ping/latest/summary.md"));
