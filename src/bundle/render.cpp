@@ -45,6 +45,12 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// What repro.sh's requests are: those that showed the top finding, or, when no request of its own
+// evidence can be sent again, those that stand for the run as a whole (each check says which).
+std::string what_repro_shows(const Context& ctx) {
+  return ctx.repro_shows.empty() ? "stand for the run as a whole (no request of a finding's own evidence to send again)"
+                                 : "showed the top finding (" + ctx.repro_shows + ")";
+}
 
 }  // namespace
 
@@ -136,8 +142,7 @@ std::string render_summary(const results::RunResult& r, const Context& ctx) {
     o << "\nClient: requests left from " << core::join(std::vector<std::string>(local.begin(), local.end()), ", ")
       << " (this host's address on the connection; behind NAT or a proxy the provider sees another).\n";
   }
-  o << "\n## How to reproduce\n\n- `sh repro.sh` sends again, with curl, the requests that showed "
-    << (ctx.repro_shows.empty() ? std::string("the run's baseline") : "the top finding (" + ctx.repro_shows + ")")
+  o << "\n## How to reproduce\n\n- `sh repro.sh` sends again, with curl, the requests that " << what_repro_shows(ctx)
     << " and prints each one's time to its first content beside the run's; it reads the API key from `$"
     << ctx.api_key_env << "`.\n- The run itself: `" << ctx.command_line << "`\n";
   o << "\n## Checks\n\n| check | status | took | result |\n|---|---|---|---|\n";
@@ -170,9 +175,7 @@ std::string render_repro(const Context& ctx) {
   const std::string query = ctx.query.empty() ? "" : "?" + ctx.query;
   const bool anthropic = ctx.flavour == api::Flavour::Anthropic;
   o << "#!/bin/sh\n"
-    << "# Sends again, with curl, the requests that showed "
-    << (ctx.repro_shows.empty() ? std::string("the run's baseline") : "the top finding (" + ctx.repro_shows + ")")
-    << ":\n# the same prompt length, max_tokens and idle gap before each. Each is timed to its first\n"
+    << "# Sends again, with curl, the requests that " << what_repro_shows(ctx) << ":\n# the same prompt length, max_tokens and idle gap before each. Each is timed to its first\n"
     << "# content event, as infdoctor timed it (without connection setup), and printed beside the\n"
     << "# run's number; the raw stream goes to a file ($OUT/repro-N.sse), not the terminal.\n"
     << "# The API key is read from $" << ctx.api_key_env << " at run time; it is not in this file.\n"

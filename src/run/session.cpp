@@ -47,15 +47,17 @@ void choose_repro(const results::RunResult& r, const RunPlan& plan, bundle::Cont
     return {};
   };
   bc.repro.clear();
+  bc.repro_shows.clear();
   if (top != r.diagnosis.end())
     for (const auto& [metric, _] : top->evidence) {
       for (const auto& c : r.checks)
         if (bc.repro.empty() && c.id == metric.substr(0, metric.find('.'))) bc.repro = ask(c, metric);
       if (!bc.repro.empty()) break;
     }
+  // Only requests the finding's own evidence measured are said to show it.
+  if (!bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
   for (const auto& c : r.checks)
     if (bc.repro.empty()) bc.repro = ask(c, "");
-  if (top != r.diagnosis.end() && !bc.repro.empty()) bc.repro_shows = rules::cause_and_scope(*top);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <random>
 
 #include "fake/forward_proxy.h"
@@ -102,11 +103,12 @@ TEST_CASE("realistic: a proxy from the environment slow to open each tunnel, one
   auto server = test::start_fake(pair_with(draw(15, 28), R"(, "tokens_per_event": 2, "close_connections": true)"), true);
   auto proxy = fake::ForwardProxy::start({{}, "", "127.0.0.1", hold});
   REQUIRE_MESSAGE(proxy.ok(), (proxy.ok() ? "" : proxy.error().message));
+  test::TempFile out("", "bundle");
   const auto j = run_json({"https_proxy=" + (*proxy)->url()},
                           {"--base-url", server->base_url(), "--cacert", test::ca_pem(), "--model", kTarget,
                            "--small-model", kSmall, "--checks", "path,transport,coldstart,baseline,sweep", "--set",
                            "coldstart.idle_gaps=1", "--set", "sweep.prompt_tokens=64,512,2048", "--set",
-                           "sweep.max_tokens=1,32,128"});
+                           "sweep.max_tokens=1,32,128", "--bundle", out.dir() + "/b"});
   CAPTURE(findings_of(j));
   const auto top = top_cause(j);
   REQUIRE_FALSE(top.is_null());
@@ -120,6 +122,12 @@ TEST_CASE("realistic: a proxy from the environment slow to open each tunnel, one
   for (const auto& f : j["diagnosis"])
     if (f["severity"] != "info") CHECK_MESSAGE((f["cause"] != "provider_wide" && f["cause"] != "model_specific"), f["rule"]);
   CHECK(j["run"]["metrics"]["explained_ratio"].get<double>() >= 0.9);
+  // No request of the tunnel's own can be sent again (its evidence is the run's connections): repro.sh
+  // sends the requests that stand for the run, and does not say they showed the finding.
+  std::ifstream in(out.dir() + "/b/summary.md");
+  const std::string summary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(summary.find("the requests that stand for the run as a whole") != std::string::npos);
+  CHECK(summary.find("the requests that showed the top finding") == std::string::npos);
   MESSAGE("found: " << findings_of(j) << "; the tunnel " << j["run"]["metrics"]["tunnel_p50_ms"] << " ms, the terms explain "
                     << j["run"]["metrics"]["explained_ratio"]);
 }
