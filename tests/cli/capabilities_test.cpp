@@ -185,7 +185,7 @@ TEST_CASE("realistic: with --body, the reference request is the user's own: its 
                        << " output tokens, " << m["workload_body_bytes"] << " bytes");
 }
 
-TEST_CASE("realistic: the ticket's requests for a first-token cause are ranked net of the server's queue; requests sent beside others are left to queueing") {
+TEST_CASE("realistic: the ticket's requests for a first-token cause are ranked net of the server's queue, and requests sent beside others are left to queueing") {
   // Slow prefill on a server that serves four requests at a time and says how long each waited
   // (Server-Timing's queue): the concurrency check's requests wait behind each other for seconds,
   // longer than the sweep's longest prompt spends in prefill. A provider engineer handed those

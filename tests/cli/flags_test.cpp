@@ -95,7 +95,7 @@ TEST_CASE("flags renamed so that one name means one thing say their new name") {
   }
 }
 
-TEST_CASE("run --help groups its flags: target, connection, checks, workload, output, scheduled runs; the load ramp has flags of its own") {
+TEST_CASE("run --help groups its flags: target, connection, checks, workload, output, scheduled runs, and the load ramp has flags of its own") {
   const auto r = infdoctor({"run", "--help"});
   REQUIRE(r.exit_code == 0);
   std::istringstream in(r.out);

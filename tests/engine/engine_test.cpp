@@ -241,6 +241,9 @@ TEST_CASE("engine: the load check reads llama.cpp's two slots: its capacity, its
   test::LlamaEngineOptions o = pair();
   o.slots = 2;
   LlamaEngine engine(o);
+  // The load check's reference (requests alone) comes first in this run: a request each to both
+  // models first, so the reference is not the engine's first requests after loading.
+  run(engine.base_url(), {"--checks", "baseline", "--set", "baseline.samples=1"});
   const auto j = run(engine.base_url(), {"--checks", "load", "--set", "load.levels=1,2,4", "--set", "load.requests=8",
                                          "--set", "load.prompt_tokens=64", "--set", "load.max_tokens=32"});
   const auto& load = j["checks"]["load"];
@@ -262,7 +265,10 @@ TEST_CASE("engine: the load check reads llama.cpp's two slots: its capacity, its
                         << served[2] << " (2), " << served[4] << " (4); infdoctor's capacity " << capacity << ", knee "
                         << load["metrics"].value("knee_level_count", -1.0));
   CHECK(capacity == doctest::Approx(engine_capacity).epsilon(0.15));
-  CHECK(capacity <= o.slots * 1.15);
+  // Two slots serve two at once at most, when the reference alone ran as the levels did; on a busy
+  // host the requests alone can run slower than those of a level, and the engine's own clock then
+  // passes its slots too (2.59 by llama.cpp's timings, 2.58 by infdoctor, in one such run).
+  if (engine_capacity <= o.slots * 1.15) CHECK(capacity <= o.slots * 1.15);
   // The knee where the engine's clock says the gain fell under the bar of 20 %, with a margin
   // either side of it; between them no level is told.
   const double gain_2 = served[2] / served[1], gain_4 = served[4] / served[2];

@@ -54,7 +54,7 @@ TEST_CASE("requests are ranked by the finding's signal: a cold start by first to
   CHECK_FALSE(signal_of("no_such_cause").rank);
 }
 
-TEST_CASE("a first-token cause's requests are ranked net of the queue the server reported; queueing's by the whole wait") {
+TEST_CASE("a first-token cause's requests are ranked net of the queue the server reported, and queueing's by the whole wait") {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(0, 1);
   for (int draw = 0; draw < 50; ++draw) {
