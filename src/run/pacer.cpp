@@ -166,6 +166,25 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
   if (left <= std::chrono::milliseconds(0))
     return core::make_error(ErrorCode::DeadlineExceeded, "the check's deadline came first");
+  // A model's first prompts are sized in words, nothing yet telling its tokens a word (a tokenizer
+  // can count three a word). A chain of them sent one after another (one lane, no schedule) sends
+  // its head alone, as it would go first anyway, and the rest sized by what the head's usage said:
+  // once a model, so a server without usage is not asked one by one.
+  const auto known = calibration_.find(reqs[0].model);
+  if (n > 1 && (known == calibration_.end() || known->second.prompt_sizes.empty()) && !first_chain_split_.count(reqs[0].model) &&
+      std::all_of(reqs.begin(), reqs.end(), [&](const api::ChatRequest& r) {
+        return r.model == reqs[0].model && r.lane >= 0 && r.lane == reqs[0].lane && r.start_after.count() == 0 &&
+               r.prompt_tokens_wanted > 0 && r.shared_words == 0 && !r.body;
+      })) {
+    first_chain_split_.insert(reqs[0].model);
+    auto head = chat(ep, {reqs.front()}, deadline);
+    if (!head.ok()) return head;
+    auto rest = chat(ep, {reqs.begin() + 1, reqs.end()}, deadline);
+    if (!rest.ok()) return rest;
+    head.value().insert(head.value().end(), std::make_move_iterator(rest.value().begin()),
+                        std::make_move_iterator(rest.value().end()));
+    return head;
+  }
   api::Endpoint bounded = ep;
   // Each request within its own timeout and the check's deadline; the batch as a whole (a load
   // level's users, each asking again in turn) within the check's deadline only.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <random>
 #include <string>
 
@@ -153,6 +154,7 @@ class Pacer final : public checks::ModelPort {
   int seq_ = 0;
   std::map<std::string, core::SteadyTime> model_free_at_;  // when each model's last answer ended
   std::map<std::string, Calibration> calibration_;
+  std::set<std::string> first_chain_split_;  // models whose first chain of requests sent its head alone
   std::vector<checks::LabelledSample> own_;
   std::string unreachable_;
   checks::FailureStreak streak_{kRunFailureLimit};  // failed model requests in a row, across checks

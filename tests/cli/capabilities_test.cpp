@@ -84,6 +84,32 @@ TEST_CASE("realistic: a load ramp on a server of k slots prices the queue by the
                                 << load["goodput_at_max_ratio"] << "; exit " << r.exit_code);
 }
 
+TEST_CASE("realistic: the load check alone on a tokenizer of several tokens a word sizes its requests alone in the server's tokens") {
+  // The load check's service time comes from its first requests, which are the run's first: with
+  // nothing yet telling the tokens a word, a prompt of 256 words was 256 x 2-4 tokens.
+  const double per_word = draw(2, 4);
+  MESSAGE("planted: " << per_word << " prompt tokens a word");
+  auto server = test::start_fake(R"({"models": {"Qwen2.5-7B-Instruct": {"overhead_ms": 40, "prefill_ms_per_token": 0.5,
+      "decode_ms_per_token": 5, "slots": 2, "prompt_tokens_per_word": )" + std::to_string(per_word) + "}}}");
+  const auto r = run({"run", "--base-url", server->base_url(), "--model", "Qwen2.5-7B-Instruct", "--checks", "load", "--set",
+                      "load.levels=1,2", "--set", "load.requests=6", "--set", "load.prompt_tokens=256", "--set",
+                      "load.max_tokens=16"});
+  std::vector<double> alone;
+  for (const auto& s : r.results["checks"]["load"]["samples"])
+    if (s["label"].value("phase", "") == "reference" && s.contains("prompt_tokens")) alone.push_back(s["prompt_tokens"].get<double>());
+  REQUIRE(alone.size() == 3);
+  std::sort(alone.begin(), alone.end());
+  CAPTURE(alone[0]);
+  CAPTURE(alone[2]);
+  // The first goes in words, as nothing else can; the others, and so the median, in tokens.
+  CHECK(alone[1] == doctest::Approx(256).epsilon(0.1));
+  const double service = r.results["checks"]["load"]["metrics"]["reference_total_p50_ms"].get<double>();
+  // Its service time is a 256-token request's: 40 + 256 x 0.5 ms to the first token, 15 more at 5 ms each.
+  CHECK(service == doctest::Approx(40 + 256 * 0.5 + 15 * 5).epsilon(0.2));
+  MESSAGE("the requests alone: " << alone[0] << ", " << alone[1] << ", " << alone[2] << " prompt tokens; service " << service
+                                 << " ms");
+}
+
 TEST_CASE("realistic: --slo is judged on the workload's request, and the sentence says the limit, the value and the excess") {
   const double prefill = draw(0.2, 0.4);
   const int prompt = std::uniform_int_distribution<int>(3000, 5000)(test::rng());
