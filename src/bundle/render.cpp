@@ -175,7 +175,8 @@ std::string render_repro(const Context& ctx) {
   const std::string query = ctx.query.empty() ? "" : "?" + ctx.query;
   const bool anthropic = ctx.flavour == api::Flavour::Anthropic;
   o << "#!/bin/sh\n"
-    << "# Sends again, with curl, the requests that " << what_repro_shows(ctx) << ":\n# the same prompt length, max_tokens and idle gap before each. Each is timed to its first\n"
+    << "# Sends again, with curl, the requests that " << what_repro_shows(ctx)
+    << ":\n# the same prompt length, max_tokens and idle gap before each. Each is timed to its first\n"
     << "# content event, as infdoctor timed it (without connection setup), and printed beside the\n"
     << "# run's number; the raw stream goes to a file ($OUT/repro-N.sse), not the terminal.\n"
     << "# The API key is read from $" << ctx.api_key_env << " at run time; it is not in this file.\n"
