@@ -5,12 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <algorithm>
-#include <sstream>
 #include <map>
+#include <random>
+#include <sstream>
 
 #include "checks/check.h"
 #include "net/subprocess.h"
