@@ -23,6 +23,7 @@
 #include "fake/scenario.h"
 #include "fake/server.h"
 #include "support/spawn.h"
+#include "support/timing.h"
 
 namespace {
 
@@ -91,11 +92,6 @@ struct Outcome {
 };
 
 constexpr long kRssLimitKb = 64 * 1024;  // the bound for 256 streams; one stream needs far less
-#ifdef INFDOCTOR_SANITIZED
-constexpr bool kRssBounded = false;  // ASan's shadow memory and quarantine: reported, not bounded
-#else
-constexpr bool kRssBounded = true;
-#endif
 
 Outcome run_fault(const Fault& f, const fs::path& work, const std::string& canary) {
   using namespace infdoctor;
@@ -152,7 +148,7 @@ Outcome run_fault(const Fault& f, const fs::path& work, const std::string& canar
   if (ex.timed_out) problem("did not finish in 150 s");
   if (ex.signal) problem("killed by signal " + std::to_string(ex.signal));
   if (ex.exit_code == 0) problem("exit 0: the fault went unreported");
-  if (kRssBounded && ex.max_rss_kb > kRssLimitKb) problem("peak RSS over 64 MB");
+  if (infdoctor::test::kRssBounded && ex.max_rss_kb > kRssLimitKb) problem("peak RSS over 64 MB");
 
   // The canary: in no output and no byte of the bundle.
   std::vector<fs::path> outputs = {work / "stdout", work / "stderr"};
@@ -249,7 +245,7 @@ int main(int argc, char** argv) {
   }
   std::snprintf(line, sizeof line,
                 "%d passed, %d failed (the canary key was looked for in stdout, stderr and every bundle file; peak RSS %s)\n",
-                passed, failed, kRssBounded ? "bounded at 64 MB" : "not bounded in a sanitizer build");
+                passed, failed, infdoctor::test::kRssBounded ? "bounded at 64 MB" : "not bounded in a sanitizer build");
   table += line;
   std::fputs(table.c_str(), stdout);
   const auto dir = fs::path(INFDOCTOR_BUILD_DIR) / "tests" / "artifacts";
