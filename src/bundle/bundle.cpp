@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/digest.h"
+#include "core/files.h"
 #include "core/redact.h"
 #include "core/version.h"
 
@@ -44,31 +45,9 @@ bool is_archive_path(const std::string& path) {
   return ends(".tar.gz") || ends(".tgz");
 }
 
-core::Status write_private_file(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
-  ::fchmod(fd, 0600);
-  std::size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      return core::make_error(core::ErrorCode::Io, "cannot write " + path, std::strerror(errno));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return {};
-}
-
-core::Status write_replacing(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".infdoctor-" + std::to_string(::getpid()) + ".tmp";
-  if (auto st = write_private_file(tmp, content); !st.ok()) return core::make_error(st.error().code, "cannot write " + path, st.error().detail);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return core::make_error(core::ErrorCode::Io, "cannot write " + path, why);
-  }
+core::Status BundleExporter::write(const results::RunResult& r, const report::Say& say) {
+  if (auto st = writer_.finish(r, ctx_); !st.ok()) return st;
+  say("", "evidence bundle written to " + path_);
   return {};
 }
 
@@ -137,14 +116,14 @@ core::Status Writer::finish(const results::RunResult& result, const Context& ctx
   };
   if (!ctx.kept_bodies.empty()) files.emplace_back("body.jsonl", core::scrub(ctx.kept_bodies));
   for (const auto& [name, content] : files)
-    if (auto st = write_private_file(dir_ + "/" + name, content); !st.ok()) return st;
+    if (auto st = core::write_private_file(dir_ + "/" + name, content); !st.ok()) return st;
   // samples.jsonl was appended on disk as the run went; it is the one file read back.
   std::string samples;
   if (fs::exists(samples_path())) {
     auto content = read_file(samples_path());
     if (!content.ok()) return content.error();
     samples = std::move(content.value());
-  } else if (auto st = write_private_file(samples_path(), ""); !st.ok()) {
+  } else if (auto st = core::write_private_file(samples_path(), ""); !st.ok()) {
     return st;
   }
   files.emplace_back("samples.jsonl", std::move(samples));
@@ -152,7 +131,7 @@ core::Status Writer::finish(const results::RunResult& result, const Context& ctx
   for (const auto& [name, content] : files)
     manifest["files"][name] = {{"sha256", core::sha256_hex(content)}, {"bytes", content.size()}};
   const std::string manifest_text = manifest.dump(2) + "\n";
-  if (auto st = write_private_file(dir_ + "/manifest.json", manifest_text); !st.ok()) return st;
+  if (auto st = core::write_private_file(dir_ + "/manifest.json", manifest_text); !st.ok()) return st;
   files.emplace_back("manifest.json", manifest_text);
   finished_ = true;
   if (!archive_) return {};

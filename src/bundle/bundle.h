@@ -14,6 +14,7 @@
 #include "api/chat.h"
 #include "api/flavour.h"
 #include "core/result.h"
+#include "report/exporter.h"
 #include "results/run_result.h"
 
 namespace infdoctor::bundle {
@@ -42,11 +43,6 @@ struct Context {
 // flavour, key header, query and preset headers. The key itself is not copied.
 void describe_endpoint(Context& ctx, const api::Endpoint& ep);
 
-// A file created 0600 from the start, as every bundle file is.
-core::Status write_private_file(const std::string& path, const std::string& content);
-// The same, written whole: to a temporary name beside `path`, then renamed over it, so a reader
-// (a collector, a script) never sees half a file.
-core::Status write_replacing(const std::string& path, const std::string& content);
 // PATH ends in .tar.gz or .tgz: the bundle is an archive, not a directory.
 bool is_archive_path(const std::string& path);
 
@@ -79,6 +75,18 @@ class Writer {
   std::string dir_;
   bool archive_;
   bool finished_ = false;
+};
+
+// --bundle as one of the run's outputs: every remaining file of the bundle, then its place said.
+class BundleExporter final : public report::Exporter {
+ public:
+  BundleExporter(Writer& writer, std::string path, Context ctx) : writer_(writer), path_(std::move(path)), ctx_(std::move(ctx)) {}
+  core::Status write(const results::RunResult& r, const report::Say& say) override;
+
+ private:
+  Writer& writer_;
+  std::string path_;  // as the user gave it
+  Context ctx_;
 };
 
 // results.json of a bundle (directory or .tar.gz) or a results.json file itself.

@@ -11,8 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bundle/bundle.h"
 #include "cli/commands.h"
+#include "core/files.h"
 #include "core/message.h"
 #include "core/redact.h"
 #include "core/strings.h"
@@ -127,7 +127,7 @@ int emit_json(const std::string& where, const nlohmann::json& j) {
     std::cout << text;
     return kExitOk;
   }
-  if (auto st = bundle::write_replacing(where, text); !st.ok()) return fail_config(st.error().message, st.error().detail);
+  if (auto st = core::write_replacing(where, text); !st.ok()) return fail_config(st.error().message, st.error().detail);
   return kExitOk;
 }
 

@@ -78,4 +78,17 @@ std::string render_history(const std::string& file, int schema, const std::vecto
   return out;
 }
 
+core::Status HistoryExporter::write(const results::RunResult& r, const Say&) {
+  history::RunRecord rec;
+  rec.started_at = r.started_at;
+  rec.target = r.target.base_url;
+  rec.model = model_;
+  rec.exit_code = exit_code_;
+  rec.top_finding = r.diagnosis.empty() ? "" : r.diagnosis.front().rule;
+  rec.partial = !r.interrupted_by.empty();
+  rec.metrics = metrics_;
+  if (auto id = history_.record(rec); !id.ok()) return id.error();
+  return {};
+}
+
 }  // namespace infdoctor::report

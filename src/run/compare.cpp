@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "checks/registry.h"
+#include "core/files.h"
 #include "core/message.h"
 #include "results/requests.h"
 #include "core/exit_code.h"
@@ -333,7 +334,7 @@ int measure_and_compare(Session& sa, Session& sb, const std::string& name_a, con
                             {"runs", {{name_a, to_json(results[0])}, {name_b, to_json(results[1])}}}};
   bool ok = true;
   auto write = [&](const std::string& path, const std::string& text) {
-    if (bundle::write_replacing(path, core::scrub(text)).ok()) return;
+    if (core::write_replacing(path, core::scrub(text)).ok()) return;
     core::say("error", "cannot write " + path);
     ok = false;
   };

@@ -4,19 +4,18 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "api/endpoint_spec.h"
 #include "checks/replay.h"
 #include "core/message.h"
 #include "core/exit_code.h"
+#include "core/files.h"
 #include "core/interrupt.h"
 #include "core/redact.h"
+#include "report/history.h"
 #include "report/prometheus.h"
-#include "report/text.h"
 
 namespace infdoctor::run {
 namespace {
@@ -28,7 +27,7 @@ core::Status try_output(const std::string& flag, const std::string& path) {
   if (std::filesystem::is_directory(path, ec))
     return core::make_error(core::ErrorCode::Io, flag + " " + path + " is a directory; give a file name");
   const std::string probe = path + ".infdoctor-" + std::to_string(::getpid()) + ".tmp";
-  if (auto st = bundle::write_private_file(probe, ""); !st.ok())
+  if (auto st = core::write_private_file(probe, ""); !st.ok())
     return core::make_error(core::ErrorCode::Io, "cannot write " + flag + " " + path, st.error().detail);
   std::filesystem::remove(probe, ec);
   return {};
@@ -194,109 +193,47 @@ void Session::diagnose(results::RunResult& r) {
   for (const auto& m : unmeasured) say("warning", "--slo names " + m + ", which was not measured");
 }
 
-std::vector<Exporter> Session::exporters(const results::RunResult& r, int code) {
+std::vector<std::unique_ptr<report::Exporter>> Session::exporters(const results::RunResult& r, int code) {
   const Outputs& out = options_.outputs;
-  std::vector<Exporter> e;
-  // What the provider said (error messages, headers) may echo the key: scrubbed on the way out.
-  const auto file = [](const std::string& path, const std::string& text) {
-    return bundle::write_replacing(path, core::scrub(text));
-  };
-  // The report on stdout, unless --json - takes it.
-  if (out.report && out.json != "-")
-    e.push_back([&r] {
-      std::cout << core::scrub(report::render_text(r));
-      return core::Status{};
-    });
-  // --json: a file, or stdout.
-  if (!out.json.empty())
-    e.push_back([&r, &out, file] {
-      if (out.json != "-") return file(out.json, to_json(r).dump(2) + "\n");
-      std::cout << core::scrub(to_json(r).dump(2)) << '\n';
-      return core::Status{};
-    });
-  // --history: the run's row.
-  if (history_)
-    e.push_back([this, &r, code]() -> core::Status {
-      history::RunRecord rec;
-      rec.started_at = r.started_at;
-      rec.target = r.target.base_url;
-      rec.model = subject_.models.target;
-      rec.exit_code = code;
-      rec.top_finding = r.diagnosis.empty() ? "" : r.diagnosis.front().rule;
-      rec.partial = !r.interrupted_by.empty();
-      rec.metrics = metrics_;
-      if (auto id = history_->record(rec); !id.ok()) return id.error();
-      return {};
-    });
-  // --bundle: summary.md, results.json, samples.jsonl, repro.sh, report.html and the manifest of
-  // their digests, as one bundle.
-  if (bundle_)
-    e.push_back([this, &r, &out]() -> core::Status {
-      bundle::Context bc;
-      bc.command_line = options_.command_line;
-      bundle::describe_endpoint(bc, subject_.endpoint);
-      for (const auto& m : {subject_.models.target, subject_.models.small})
-        if (!m.empty()) bc.models.push_back(m);
-      bc.rules = rules_.files;
-      if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
-      choose_repro(r, options_.plan, bc);
-      bc.partial = !r.interrupted_by.empty();
-      pacer_->set_sample_sink({});
-      samples_.reset();
-      if (auto st = bundle_->finish(r, bc); !st.ok()) return st;
-      say("", "evidence bundle written to " + out.bundle);
-      return {};
-    });
+  std::vector<std::unique_ptr<report::Exporter>> e;
+  if (out.report && out.json != "-") e.push_back(std::make_unique<report::TextExporter>(std::cout));
+  if (!out.json.empty()) e.push_back(std::make_unique<report::JsonExporter>(out.json, std::cout));
+  if (history_) e.push_back(std::make_unique<report::HistoryExporter>(*history_, subject_.models.target, code, metrics_));
+  if (bundle_) {
+    bundle::Context bc;
+    bc.command_line = options_.command_line;
+    bundle::describe_endpoint(bc, subject_.endpoint);
+    for (const auto& m : {subject_.models.target, subject_.models.small})
+      if (!m.empty()) bc.models.push_back(m);
+    bc.rules = rules_.files;
+    if (out.keep_body) bc.kept_bodies = options_.plan.options.text(checks::replay_setting::body);
+    choose_repro(r, options_.plan, bc);
+    bc.partial = !r.interrupted_by.empty();
+    e.push_back(std::make_unique<bundle::BundleExporter>(*bundle_, out.bundle, std::move(bc)));
+  }
   if (out.prom.empty() && out.push.empty()) return e;
-  // --prom and --push: the Prometheus text, to a file and to a Pushgateway; counters go on from
-  // what the last run left where this one goes, and the run's time is taken once, when the first
-  // is written, so both say the same.
-  auto taken = std::make_shared<std::optional<std::pair<double, double>>>();
-  const auto text_after = [this, &r, code, taken](const core::Result<prom::Exposition>& earlier) {
-    if (!*taken)
-      *taken = std::pair(std::chrono::duration<double>(core::real_clock().now() - measure_started_).count(),
-                         core::unix_seconds_now());
-    report::PromTarget t;
-    t.labels = prom_labels();
-    t.run = &r;
-    t.exit_code = code;
-    t.run_seconds = (*taken)->first;
-    t.finished_at_s = (*taken)->second;
-    t.rules = &rules_;
-    for (const auto& slo : slos_) t.slo_metrics.push_back(slo.metric);
-    t.totals = report::tally(r);
-    if (earlier.ok()) t.totals.add(report::tally_from(earlier.value(), t.labels));
-    return core::scrub(report::render_prometheus({t}));
-  };
-  if (!out.prom.empty())
-    e.push_back([this, &out, file, text_after] {
-      std::ifstream in(out.prom);
-      const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto earlier = prom::parse_exposition(before);
-      if (!before.empty() && !earlier.ok())
-        say("warning", "--prom " + out.prom + " held no Prometheus text (" + earlier.error().message +
-                           "): its counters start again from this run");
-      return file(out.prom, text_after(earlier));
-    });
-  if (!out.push.empty())
-    e.push_back([this, &out, text_after]() -> core::Status {
-      auto earlier = report::read_gateway(out.push, std::chrono::seconds(10));
-      const std::string text = text_after(earlier);
-      if (auto st = report::push_prometheus(out.push, prom_labels(), text, std::chrono::seconds(10)); !st.ok())
-        return core::make_error(st.error().code, st.error().message + ": " + st.error().detail);
-      if (!earlier.ok())
-        say("warning", core::scrub(earlier.error().message + ": " + earlier.error().detail +
-                                   "; the pushed counters start again from this run"));
-      return {};
-    });
+  // The run's time is taken once, so the file and the gateway say the same.
+  report::PromTarget base;
+  base.labels = prom_labels();
+  base.exit_code = code;
+  base.run_seconds = std::chrono::duration<double>(core::real_clock().now() - measure_started_).count();
+  base.finished_at_s = core::unix_seconds_now();
+  base.rules = &rules_;
+  for (const auto& slo : slos_) base.slo_metrics.push_back(slo.metric);
+  if (!out.prom.empty()) e.push_back(std::make_unique<report::PromFileExporter>(out.prom, base));
+  if (!out.push.empty()) e.push_back(std::make_unique<report::PushExporter>(out.push, base));
   return e;
 }
 
 int Session::finish(results::RunResult& r) {
   const int code = exit_code(r);
   bool failed = false;
-  for (const auto& write : exporters(r, code))
-    if (auto st = write(); !st.ok()) {
+  // Every sample is in: the bundle's log closes before the bundle is finished.
+  pacer_->set_sample_sink({});
+  samples_.reset();
+  const report::Say say_it = [this](const std::string& level, const std::string& text) { say(level, text); };
+  for (const auto& exporter : exporters(r, code))
+    if (auto st = exporter->write(r, say_it); !st.ok()) {
       say("error", core::scrub(st.error().message));
       failed = true;
     }

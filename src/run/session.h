@@ -19,6 +19,7 @@
 #include "bundle/bundle.h"
 #include "core/progress.h"
 #include "history/history.h"
+#include "report/exporter.h"
 #include "report/prometheus.h"
 #include "run/plan.h"
 #include "run/runner.h"
@@ -66,11 +67,6 @@ struct SessionOptions {
   std::function<void(const std::string& level, const std::string& text)> log{};
 };
 
-// One output of a run, chosen by its flag (the report, --json, --history, --bundle, --prom,
-// --push) and written whole from the results model once the diagnosis is made. It says nothing of
-// its own failure: Session::finish does, and writes the others still.
-using Exporter = std::function<core::Status()>;
-
 class Session {
  public:
   static core::Result<std::unique_ptr<Session>> open(SessionOptions options, Subject subject);
@@ -97,9 +93,10 @@ class Session {
   Session(SessionOptions options, Subject subject) : options_(std::move(options)), subject_(std::move(subject)) {}
   void announce() const;
   void say(const std::string& level, const std::string& text) const;
-  // The outputs the flags ask for, in the order finish() writes them: the report or JSON on
-  // stdout first, then the files, the history row, the bundle and the Prometheus text.
-  std::vector<Exporter> exporters(const results::RunResult& r, int code);
+  // The outputs the flags ask for (report/exporter.h), in the order finish() writes them: the
+  // report or JSON on stdout first, then the files, the history row, the bundle and the
+  // Prometheus text. A failed one is said, and the others are written still.
+  std::vector<std::unique_ptr<report::Exporter>> exporters(const results::RunResult& r, int code);
 
   SessionOptions options_;
   Subject subject_;
