@@ -2,10 +2,18 @@
 
 #include <doctest/doctest.h>
 
-#include <cmath>
-#include <random>
+#include <unistd.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
+
+#include "core/redact.h"
 #include "prom/exposition.h"
+#include "report/exporter.h"
 #include "run/runner.h"
 
 namespace infdoctor {
@@ -210,6 +218,65 @@ TEST_CASE("prometheus text: counters read back from an earlier exposition are ex
   const report::Tally partial = report::tally_from(*changed, mine);
   CHECK(partial.ttft.count == 0);
   CHECK(partial.requests.at("ok") == 3);
+}
+
+}  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("exporters: --prom carries its counters on from the file, --json is written whole and private, and neither lets the key out") {
+  const auto dir = std::filesystem::temp_directory_path() / ("infdoctor-exporters-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  core::register_secret("sk-exporter-canary-7f3a");
+  auto r = run_with({820, 910, 1500}, "queueing", 1234.5);
+  r.checks.front().error = "the provider said: bad key sk-exporter-canary-7f3a";
+  std::vector<std::pair<std::string, std::string>> said;
+  const report::Say say = [&](const std::string& level, const std::string& text) { said.emplace_back(level, text); };
+  report::PromTarget base;
+  base.labels = {"t", "big", "full", "lab"};
+  base.rules = &built_in();
+
+  // Twice to one file: the counters add up, the histogram too; what the file held was Prometheus text.
+  const std::string prom = (dir / "infdoctor.prom").string();
+  report::PromFileExporter to_file(prom, base);
+  REQUIRE(to_file.write(r, say).ok());
+  REQUIRE(to_file.write(r, say).ok());
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto e = prom::parse_exposition(read(prom));
+  REQUIRE(e.ok());
+  CHECK(prom::sum(*e, "infdoctor_requests_total", {{"outcome", "ok"}}) == 6);
+  CHECK(prom::sum(*e, "infdoctor_time_to_first_token_seconds_count") == 6);
+  CHECK(said.empty());
+  // A file that is not Prometheus text: said, and the counters start again from this run.
+  std::ofstream(prom) << "this is not { exposition\n";
+  REQUIRE(to_file.write(r, say).ok());
+  e = prom::parse_exposition(read(prom));
+  REQUIRE(e.ok());
+  CHECK(prom::sum(*e, "infdoctor_requests_total", {{"outcome", "ok"}}) == 3);
+  REQUIRE(said.size() == 1);
+  CHECK(said[0].first == "warning");
+  CHECK(said[0].second.find("held no Prometheus text") != std::string::npos);
+
+  // --json: the results, read back whole; mode 0600; the key scrubbed; on "-", the stream instead.
+  const std::string json_path = (dir / "results.json").string();
+  std::ostringstream out;
+  REQUIRE(report::JsonExporter(json_path, out).write(r, say).ok());
+  CHECK(out.str().empty());
+  const std::string json_text = read(json_path);
+  CHECK(nlohmann::json::parse(json_text)["checks"]["baseline"]["error"].get<std::string>().find("bad key") != std::string::npos);
+  CHECK((std::filesystem::status(json_path).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  REQUIRE(report::JsonExporter("-", out).write(r, say).ok());
+  CHECK(out.str() == json_text);
+  for (const auto& text : {json_text, read(prom), out.str()}) CHECK(text.find("sk-exporter-canary-7f3a") == std::string::npos);
+  // A place it cannot write: the error names the path; nothing is left behind.
+  const auto st = report::JsonExporter((dir / "missing" / "results.json").string(), out).write(r, say);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("missing/results.json") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace infdoctor
