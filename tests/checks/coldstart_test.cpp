@@ -41,12 +41,18 @@ TEST_CASE("coldstart: a penalty and an idle threshold drawn at random are found 
     CHECK(test::metric(c, "threshold_s") == gaps[k]);
     if (k > 0) CHECK(test::metric(c, "threshold_low_s") == gaps[k - 1]);
     else CHECK(c.metrics.count("threshold_low_s") == 0);
-    // Where only the longest gap was cold, it was measured again (and was cold again).
+    // Where only the longest gap was cold, it was measured again (and was cold again); two cold
+    // gaps in a row show the state, and the longer gaps are not waited.
     const bool again = k + 1 == gaps.size();
-    CHECK(test::metric(c, "cold_gaps_count") == static_cast<double>(gaps.size() - k + (again ? 1 : 0)));
+    const std::size_t cold = std::min<std::size_t>(2, gaps.size() - k), measured = k + cold;
+    CHECK(test::metric(c, "cold_gaps_count") == static_cast<double>(cold + (again ? 1 : 0)));
+    CHECK(test::metric(c, "gaps_count") == static_cast<double>(measured + (again ? 1 : 0)));
     CHECK(test::metric(c, "penalty_ms") == doctest::Approx(penalty_ms).epsilon(0.02 + 0.07 * base_ms / penalty_ms));
     CHECK(test::metric(c, "baseline_ttft_p50_ms") == doctest::Approx(base_ms).epsilon(0.04));
-    CHECK(model.requests() == 1 + 3 + static_cast<int>(gaps.size()) + (again ? 1 : 0));
+    CHECK(model.requests() == 1 + 3 + static_cast<int>(measured) + (again ? 1 : 0));
+    const auto not_waited = c.details.value("not_waited_s", nlohmann::json::array());
+    REQUIRE(not_waited.size() == gaps.size() - measured);
+    for (std::size_t i = measured; i < gaps.size(); ++i) CHECK(not_waited[i - measured] == gaps[i]);
   }
 }
 
