@@ -52,7 +52,7 @@ namespace infdoctor::checks::baseline_setting {
 inline constexpr Setting samples{
     .key = "baseline.samples", .kind = SettingKind::Whole, .def = "5", .lo = 1, .hi = 1000,
     .help = "requests to each model",
-    .quick = "3", .full = "10"};
+    .quick = "8", .full = "10"};
 inline constexpr Setting max_tokens{
     .key = "baseline.max_tokens", .kind = SettingKind::Whole, .def = "64", .lo = 2, .hi = 100000,
     .help = "output tokens asked of each",

@@ -82,7 +82,7 @@ void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   cmd.add_option("--max-concurrency", p.max_concurrency,
                  "most parallel streams and load users (default 64); a --concurrency level or load.levels above it is refused")
       ->check(CLI::Range(1, 4096));
-  cmd.add_flag("--quick", p.quick, "fewer samples and sizes: about a minute against a healthy endpoint");
+  cmd.add_flag("--quick", p.quick, "fewer samples and sizes: about 30 s against a healthy endpoint, still enough requests to judge slowdowns over time");
   cmd.add_flag("--full", p.full, "more samples, longer idle gaps (up to 5 minutes), higher concurrency");
   cmd.add_option("--sweep-prompt-tokens", p.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
   cmd.add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");

@@ -186,14 +186,18 @@ TEST_CASE("run --dry-run: lists every step and its token cost and sends nothing"
   CHECK(r.out.find("(stream: false)") != std::string::npos);
   CHECK(r.out.find("small") != std::string::npos);
   // The total is the sum of the rows: quick = coldstart 5 (and the longest gap again, if it alone
-  // was cold) + baseline 3+3 + sweep 6 (and 2 of the small model's prefill) + serialization 6 (3
+  // was cold) + baseline 8+8 + sweep 6 (and 2 of the small model's prefill) + serialization 6 (3
   // bodies, streamed with and without Accept-Encoding, not streamed) + concurrency 15 (and 8 more on
   // connections of their own, sent only over HTTP/2).
-  CHECK(r.out.find("total: at most 49 model requests") != std::string::npos);
-  // Quick sends too few requests for the time series: it says so before anything is sent.
-  CHECK(r.out.find("this plan: it cannot judge slowdowns over time") != std::string::npos);
+  CHECK(r.out.find("total: at most 59 model requests") != std::string::npos);
+  // Quick and the default profile send enough requests for the time series; a plan cut below it
+  // says so before anything is sent.
+  CHECK(r.out.find("cannot judge slowdowns") == std::string::npos);
   const auto full = run({"--base-url", server->base_url(), "--model", "big", "--small-model", "small", "--dry-run"});
-  CHECK(full.out.find("cannot judge slowdowns") == std::string::npos);  // the default profile sends enough
+  CHECK(full.out.find("cannot judge slowdowns") == std::string::npos);
+  const auto cut = run({"--base-url", server->base_url(), "--model", "big", "--small-model", "small", "--quick",
+                        "--set", "baseline.samples=3", "--dry-run"});
+  CHECK(cut.out.find("this plan: it cannot judge slowdowns over time") != std::string::npos);
 
   SUBCASE("without --model the model checks say they would be skipped") {
     const auto n = run({"--base-url", server->base_url(), "--dry-run"});
