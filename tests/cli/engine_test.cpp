@@ -96,7 +96,7 @@ TEST_CASE("gateway headers: LiteLLM's own time and Cloudflare AI Gateway's cache
   const auto j = test::run_results({"--base-url", server->base_url(), "--model", "big", "--quick", "--checks", "baseline"});
   CAPTURE(rules_fired(j));
   CHECK(j["run"]["metrics"]["gateway_overhead_p50_ms"].get<double>() == 45.5);
-  CHECK(j["run"]["metrics"]["gateway_cache_hits_count"] == 3);
+  CHECK(j["run"]["metrics"]["gateway_cache_hits_count"] == j["checks"]["baseline"]["samples"].size());  // every answer a hit
   CHECK(j["checks"]["baseline"]["samples"][0]["headers"]["x-ms-region"] == "West Europe");
   const auto* f = finding(j, "gateway.overhead");
   REQUIRE(f != nullptr);
