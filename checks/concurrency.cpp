@@ -247,7 +247,7 @@ class ConcurrencyCheck final : public Check {
       for (const auto& s : r.value())
         if (auto t = server_total_ms(s)) batch_ms = std::max(batch_ms, *t);
       level.makespan_ms += batch_ms;
-      int failed_here = 0;
+      int failed_here = 0, limited_here = 0;
       for (const auto& s : r.value()) {
         nlohmann::json label = {{"streams", streams}, {"round", round}};
         if (own_connections) label["own_connections"] = true;
@@ -258,7 +258,10 @@ class ConcurrencyCheck final : public Check {
         }
         if (!s.ok) {
           ++failed_here;
-          if (s.http_status == 429) ++tally.rate_limited;
+          if (s.http_status == 429) {
+            ++tally.rate_limited;
+            ++limited_here;
+          }
           continue;
         }
         if (auto t = server_ttft_ms(s)) level.ttft.push_back(*t);
@@ -269,7 +272,8 @@ class ConcurrencyCheck final : public Check {
       if (failed_here * 2 > streams) {
         out.fail(core::make_error(core::ErrorCode::StreamError,
                                   "stopped at " + std::to_string(streams) + " streams: " + std::to_string(failed_here) +
-                                      " of them failed"));
+                                      " of them failed" +
+                                      (limited_here > 0 ? " (" + std::to_string(limited_here) + " refused with 429: rate limited)" : "")));
         break;
       }
     }

@@ -65,3 +65,21 @@ TEST_CASE("concurrency: continuous batching with many slots makes nobody wait fo
 }
 
 }  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("concurrency: a level most of whose streams are refused stops the check, and the error says they were rate limited") {
+  // A bucket of 3 requests refilled slowly: the levels of 1 and 2 fit, the level of 4 meets 429s.
+  auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 5,
+                                     "bucket_size": 3, "bucket_per_s": 0.01}}})");
+  const auto c = test::run_check("concurrency", {server->base_url(),
+                                                 {{"concurrency.levels", "1,2,4,8"}, {"concurrency.max_tokens", "8"}},
+                                                 "",
+                                                 {"m", ""}});
+  CHECK(c.status == checks::CheckStatus::Error);
+  CHECK(c.reason.find("stopped at 4 streams") != std::string::npos);
+  CHECK(c.reason.find("refused with 429: rate limited") != std::string::npos);
+  CHECK(test::metric(c, "rate_limited_count") >= 3);
+}
+
+}  // namespace infdoctor
