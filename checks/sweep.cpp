@@ -9,7 +9,8 @@
 //    and values of the whole context), fitted the same way.
 //  - decode: end-to-end time over rising max_tokens (sweep.max_tokens) with a short prompt,
 //    fitted as total = overhead + slope x output tokens; responses that stop before max_tokens
-//    are counted (their true lengths still feed the fit).
+//    are counted (their true lengths still feed the fit), and once every answer of a size ended
+//    by itself the larger sizes are not sent (they would cap the same answer).
 // TTFT and totals are taken without the request's own connection setup.
 // Cannot tell: prefill from queueing when the server is busy (see concurrency), nor the
 // tokenizer's treatment of our synthetic prompt versus real text.
@@ -131,7 +132,8 @@ class SweepCheck final : public Check {
                        static_cast<long long>(p), prefill_max_tokens_});
     for (double m : max_tokens_)
       steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)) +
-                           (repeats_ > 1 ? " (repeated unless the first agrees with the smaller sizes)" : ""),
+                           (repeats_ > 1 ? " (repeated unless the first agrees with the smaller sizes)" : "") +
+                           (m > max_tokens_.front() ? ", unless the answers before it ended by themselves" : ""),
                        repeats_, "target",
                        decode_prompt_, static_cast<long long>(m)});
     for (const double p : small_sizes())
@@ -314,6 +316,7 @@ class SweepCheck final : public Check {
       }
       const std::vector<double> tpot_before = tpot, ttft_before = decode_ttft;
       std::optional<double> first_tpot, first_ttft;
+      int answered = 0, ended = 0;  // this size's answers, and those that ended before max_tokens
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         // Sequential: the repeats of a size go out only while its first request could be a
         // one-off; one whose pace and first token agree with the sizes before it is not repeated.
@@ -328,7 +331,11 @@ class SweepCheck final : public Check {
         // Stopping early is of what the model generated (reasoning included, which max_tokens
         // caps too); the fit is over what arrived, the tokens whose time the stream shows.
         const double tokens = api::arrived_tokens(*s).value_or(0);
-        if (s->output_tokens.value_or(static_cast<std::int64_t>(tokens)) < mt) ++stopped_early;
+        ++answered;
+        if (s->output_tokens.value_or(static_cast<std::int64_t>(tokens)) < mt) {
+          ++stopped_early;
+          ++ended;
+        }
         most = std::max(most, tokens);
         if (auto t = server_total_ms(*s)) {
           dx.push_back(tokens);
@@ -344,6 +351,18 @@ class SweepCheck final : public Check {
           decode_ttft.push_back(*t);
           if (rep == 0) first_ttft = *t;
         }
+      }
+      // Every answer of this size ended on its own before max_tokens: that is how long the model
+      // answers this prompt, and a larger max_tokens only caps the same answer further off. The
+      // larger sizes would measure this one again, so they are not sent.
+      std::vector<double> larger;
+      for (const double m : max_tokens_)
+        if (m > mt) larger.push_back(m);
+      if (answered > 0 && ended == answered && !larger.empty()) {
+        out.details["not_sent_longer"] = {{"max_tokens", larger},
+                                          {"why", "the answers at max_tokens " + format_number(mt) + " ended by themselves at " +
+                                                      format_number(most) + " tokens or fewer: a larger max_tokens caps the same answer"}};
+        break;
       }
     }
     if (!not_repeated.empty() || !prompts_not_repeated.empty()) {

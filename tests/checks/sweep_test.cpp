@@ -98,7 +98,7 @@ TEST_CASE("sweep: a prompt size on the line of the smaller ones is not repeated,
   }
 }
 
-TEST_CASE("sweep: responses that stop before max_tokens are counted") {
+TEST_CASE("sweep: responses that stop before max_tokens are counted, and the larger sizes that would cap the same answer are not sent") {
   auto server = test::start_fake(R"({"models": {"m": {"decode_ms_per_token": 2, "output_tokens": 10}}})");
   const auto c = test::run_check("sweep", {server->base_url(),
                                            {{"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,8,32,64"},
@@ -106,8 +106,34 @@ TEST_CASE("sweep: responses that stop before max_tokens are counted") {
                                            "",
                                            {"m", ""}});
   REQUIRE(c.status == checks::CheckStatus::Ok);
-  CHECK(test::metric(c, "stopped_early_count") == 2);
+  CHECK(test::metric(c, "stopped_early_count") == 1);
   CHECK(test::metric(c, "max_output_tokens_count") == 10);
+  CHECK(decode_requests_at(c, 32) == 1);
+  CHECK(decode_requests_at(c, 64) == 0);
+  CHECK(c.details["not_sent_longer"]["max_tokens"] == nlohmann::json::array({64.0}));
+}
+
+TEST_CASE("sweep: answers that end by themselves, at lengths and speeds drawn at random, stop the decode sizes there and the fit holds") {
+  std::mt19937 rng(test::seed());
+  for (int draw = 0; draw < 4; ++draw) {
+    const double per_token = std::uniform_real_distribution<double>(4, 12)(rng);
+    const int length = std::uniform_int_distribution<int>(20, 100)(rng);
+    CAPTURE(per_token);
+    CAPTURE(length);
+    auto server = test::start_fake(R"({"models": {"m": {"overhead_ms": 30, "decode_ms_per_token": )" +
+                                   std::to_string(per_token) + R"(, "output_tokens": )" + std::to_string(length) + "}}}");
+    const auto c = test::run_check("sweep", {server->base_url(),
+                                             {{"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,16,128,512"}},
+                                             "",
+                                             {"m", ""}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    // 128 is past every drawn length: its answers end by themselves, and 512 is not sent.
+    CHECK(decode_requests_at(c, 16) >= 1);
+    CHECK(decode_requests_at(c, 128) >= 1);
+    CHECK(decode_requests_at(c, 512) == 0);
+    CHECK(test::metric(c, "max_output_tokens_count") == length);
+    CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(per_token).epsilon(0.08));
+  }
 }
 
 TEST_CASE("sweep: --max-requests is never exceeded") {
