@@ -339,16 +339,24 @@ std::optional<int> Pacer::Calibration::words_for(int tokens) const {
     x.push_back(w);
     y.push_back(t);
   }
+  // A BPE or SentencePiece token spans at most a word and the space before it, so a server whose
+  // counts say a token holds more than kMostWordsPerToken words is not counting tokens (a broken or
+  // hostile count): a prompt is never sized past that many words a token.
+  constexpr double kMostWordsPerToken = 4;
+  const auto bounded = [tokens](double words) {
+    return static_cast<int>(std::lround(std::clamp(words, 1.0, kMostWordsPerToken * std::max(tokens, 1))));
+  };
   const auto fit = stats::least_squares(x, y);
-  if (!fit || fit->slope <= 0)
-    return std::max(1, static_cast<int>(std::lround(tokens / *stats::median(tokens_per_word))));
+  if (!fit || fit->slope <= 0) {
+    return bounded(tokens / *stats::median(tokens_per_word));
+  }
   // Walk by the fitted slope from the measured prompt nearest in tokens: a slope's error grows with the
   // distance walked, and the nearest measured size is the shortest walk (a line's intercept is anchored
   // at the middle of the sizes measured, often far from the size wanted).
   std::size_t near = 0;
   for (std::size_t i = 1; i < y.size(); ++i)
     if (std::abs(y[i] - tokens) < std::abs(y[near] - tokens)) near = i;
-  return std::max(1, static_cast<int>(std::lround(x[near] + (tokens - y[near]) / fit->slope)));
+  return bounded(x[near] + (tokens - y[near]) / fit->slope);
 }
 
 void Pacer::size_prompt(api::ChatRequest& r) const {
