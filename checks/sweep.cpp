@@ -332,10 +332,8 @@ class SweepCheck final : public Check {
         // caps too); the fit is over what arrived, the tokens whose time the stream shows.
         const double tokens = api::arrived_tokens(*s).value_or(0);
         ++answered;
-        if (s->output_tokens.value_or(static_cast<std::int64_t>(tokens)) < mt) {
-          ++stopped_early;
-          ++ended;
-        }
+        if (s->output_tokens.value_or(static_cast<std::int64_t>(tokens)) < mt) ++stopped_early;
+        if (api::ended_by_itself(*s, mt)) ++ended;
         most = std::max(most, tokens);
         if (auto t = server_total_ms(*s)) {
           dx.push_back(tokens);

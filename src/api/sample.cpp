@@ -302,6 +302,12 @@ std::optional<double> arrived_tokens(const RequestSample& s) {
   return static_cast<double>(std::max<std::int64_t>(0, *s.output_tokens - s.hidden_reasoning_tokens));
 }
 
+bool ended_by_itself(const RequestSample& s, double max_tokens) {
+  if (!s.finish_reason.empty())
+    return s.finish_reason == "stop" || s.finish_reason == "end_turn" || s.finish_reason == "stop_sequence";
+  return s.output_tokens && s.output_tokens_source == kTokensFromUsage && static_cast<double>(*s.output_tokens) < max_tokens;
+}
+
 void count_output_tokens(RequestSample& s, double tokens, const std::string& source) {
   s.output_tokens = std::max<std::int64_t>(0, std::llround(tokens));
   s.output_tokens_source = source;

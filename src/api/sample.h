@@ -158,6 +158,11 @@ std::optional<Clumps> clumps(const RequestSample& s);
 // The output tokens that arrived: the count (usage's, or calibrated) less the hidden reasoning
 // tokens; nothing when the count is unknown. Time per token and arrivals per token are over these.
 std::optional<double> arrived_tokens(const RequestSample& s);
+// The model ended the answer itself before `max_tokens`: its finish reason says so (OpenAI's
+// "stop", Anthropic's "end_turn" or "stop_sequence"), or, where the answer gave none, the
+// server's own count of output tokens is under max_tokens. A count estimated from the text is
+// not enough to say so: it can fall a token short of a capped answer.
+bool ended_by_itself(const RequestSample& s, double max_tokens);
 // Gives a sample whose stream carried no usage its output token count from `source` (calibrated
 // text), and what follows from it: time per token, tokens per second, events per token.
 void count_output_tokens(RequestSample& s, double tokens, const std::string& source);

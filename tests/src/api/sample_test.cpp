@@ -280,4 +280,25 @@ TEST_CASE("a 429's quota, from its words or its spent budget header") {
   CHECK(quota(R"({"error":{"message":"Too many requests"}})", {}).empty());
 }
 
+TEST_CASE("an answer ended by itself: by its finish reason, else by the server's own count, never by an estimate") {
+  RequestSample s;
+  s.output_tokens = 20;
+  s.output_tokens_source = kTokensFromUsage;
+  for (const char* reason : {"stop", "end_turn", "stop_sequence"}) {
+    s.finish_reason = reason;
+    CHECK(ended_by_itself(s, 32));
+  }
+  s.finish_reason = "length";  // capped, whatever the count says
+  CHECK_FALSE(ended_by_itself(s, 32));
+  s.finish_reason = "max_tokens";
+  CHECK_FALSE(ended_by_itself(s, 32));
+  s.finish_reason.clear();
+  CHECK(ended_by_itself(s, 32));
+  CHECK_FALSE(ended_by_itself(s, 20));
+  // A count from the text's bytes can fall a token short of a capped answer: not enough alone.
+  s.output_tokens = 31;
+  s.output_tokens_source = kTokensCalibrated;
+  CHECK_FALSE(ended_by_itself(s, 32));
+}
+
 }  // namespace infdoctor::api
