@@ -347,9 +347,7 @@ std::optional<int> Pacer::Calibration::words_for(int tokens) const {
     return static_cast<int>(std::lround(std::clamp(words, 1.0, kMostWordsPerToken * std::max(tokens, 1))));
   };
   const auto fit = stats::least_squares(x, y);
-  if (!fit || fit->slope <= 0) {
-    return bounded(tokens / *stats::median(tokens_per_word));
-  }
+  if (!fit || fit->slope <= 0) return bounded(tokens / *stats::median(tokens_per_word));
   // Walk by the fitted slope from the measured prompt nearest in tokens: a slope's error grows with the
   // distance walked, and the nearest measured size is the shortest walk (a line's intercept is anchored
   // at the middle of the sizes measured, often far from the size wanted).
