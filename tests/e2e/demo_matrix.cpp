@@ -19,6 +19,7 @@
 #include "fake/demo_faults.h"
 #include "fake/lab.h"
 #include "net/subprocess.h"
+#include "support/timing.h"
 
 // The binary it drives: this build's, or INFDOCTOR_TEST_BIN's (a copy of a build, so that the
 // build tree can change while the matrix runs).
@@ -74,8 +75,10 @@ int main() {
   };
   std::vector<std::thread> pool;
   // Four at a time on two cores: a row waits on its planted delays (19 rows take 4 s of CPU in all),
-  // and the matrix is the longest of the tests that run beside others.
-  for (int t = 0; t < 4; ++t) pool.emplace_back(worker);
+  // and the matrix is the longest of the tests that run beside others. Two under the sanitizers,
+  // where each row costs several times the CPU.
+  const int at_once = infdoctor::test::kTimingSlack > 1 ? 2 : 4;
+  for (int t = 0; t < at_once; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
 
   std::string table;
