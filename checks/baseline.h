@@ -14,8 +14,7 @@ inline constexpr MetricKey ttft_p50_ci_high_ms{"baseline.ttft_p50_ci_high_ms"};
 inline constexpr MetricKey tpot_p50_ms{"baseline.tpot_p50_ms"};
 inline constexpr MetricKey tpot_p50_ci_low_ms{"baseline.tpot_p50_ci_low_ms"};
 inline constexpr MetricKey tpot_p50_ci_high_ms{"baseline.tpot_p50_ci_high_ms"};
-// The reference request the rules engine falls back to: declared there, where shares are reckoned.
-inline constexpr MetricKey total_p50_ms{rules::kReferenceFallbackMetric};
+inline constexpr MetricKey total_p50_ms{"baseline.total_p50_ms"};
 inline constexpr MetricKey itl_p50_ms{"baseline.itl_p50_ms"};
 inline constexpr MetricKey itl_p99_ms{"baseline.itl_p99_ms"};
 inline constexpr MetricKey output_tokens_p50_count{"baseline.output_tokens_p50_count"};

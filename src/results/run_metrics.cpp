@@ -336,6 +336,8 @@ const std::vector<checks::MetricInfo>& run_metrics() {
       {run_metric::workload_ttft_ms, "ms", "the reference request's first token: its connection setup, then the first token at its prompt"},
       {run_metric::workload_queue_ms, "ms", "the reference request's mean wait for a slot at the concurrency check's level nearest its streams"},
       {run_metric::workload_total_ms, "ms", "the reference request's end-to-end time alone: its connection setup, its first token, then decode (the queue comes on top)"},
+      {run_metric::typical_total_ms, "ms",
+       "the median end-to-end time of the requests sent as the user sends them (the baseline's target model): what findings are shares of where no reference request was priced"},
       {run_metric::workload_new_connection_ratio, "ratio",
        "of the run's requests sent one at a time, back to back (the run's first aside), the share that opened a new connection: how often the reference request pays its connection's setup"},
       {run_metric::workload_connect_ms, "ms", "median TCP connect of the run's new connections (to the proxy, through one)"},
@@ -376,11 +378,21 @@ const std::vector<checks::MetricInfo>& run_metrics() {
   return k;
 }
 
+// The typical request's end to end: the metric a check declares as that (Typical::EndToEnd), read
+// from the run's results, so that no reader of the run metrics names the check.
+std::map<std::string, double> typical_metrics(const std::vector<checks::CheckResult>& checks) {
+  std::map<std::string, double> m;
+  const std::string name = checks::typical_metric(checks::Typical::EndToEnd);
+  if (name.empty()) return m;
+  if (auto v = checks::metric_of(checks, checks::MetricKey{name.c_str()})) m[run_metric::typical_total_ms] = *v;
+  return m;
+}
+
 std::map<std::string, double> request_metrics(const std::vector<checks::CheckResult>& checks, const std::string& target) {
   std::map<std::string, double> m;
   for (const auto& part : {overload_metrics(checks), series_metrics(read_series(checks, target)), gateway_metrics(checks),
                            loss_metrics(checks), ttft_tail_metrics(checks), token_metrics(checks, target),
-                           route_metrics(checks), first_request_metrics(checks)})
+                           route_metrics(checks), first_request_metrics(checks), typical_metrics(checks)})
     m.insert(part.begin(), part.end());
   return m;
 }

@@ -117,6 +117,7 @@ inline constexpr const char* unexplained_generation_of_count = "run.unexplained_
 inline constexpr const char* first_request_server_excess_ms = "run.first_request_server_excess_ms";
 inline constexpr const char* first_request_loss_count = "run.first_request_loss_count";
 inline constexpr const char* workload_total_ms = rules::kReferenceTotalMetric;  // the rules engine reads it first
+inline constexpr const char* typical_total_ms = rules::kReferenceFallbackMetric;  // and this where it is not priced
 inline constexpr const char* workload_tokens_per_min_count = "run.workload_tokens_per_min_count";
 }  // namespace run_metric
 

@@ -113,11 +113,12 @@ struct Finding {
 };
 
 // The reference request's end-to-end time the shares are of: the workload's reference request
-// where it was priced (run/workload.h), else the baseline's median; 0 when neither was measured.
-// Both are declared here, where the shares are reckoned; the run's metrics
-// (results/run_metrics.h) and the baseline's (checks/baseline.h) refer to them.
+// where it was priced (run/workload.h), else the median end to end of the requests sent as the
+// user sends them (the check whose metric is tagged Typical::EndToEnd); 0 when neither was
+// measured. Both are run metrics declared here, where the shares are reckoned; the run's metrics
+// (results/run_metrics.h) refer to them and set them.
 inline constexpr const char* kReferenceTotalMetric = "run.workload_total_ms";
-inline constexpr const char* kReferenceFallbackMetric = "baseline.total_p50_ms";
+inline constexpr const char* kReferenceFallbackMetric = "run.typical_total_ms";
 double reference_total_ms(const std::map<std::string, double>& metrics);
 
 // The finding's milliseconds in words, with its share of the reference request the report prints:

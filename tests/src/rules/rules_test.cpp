@@ -177,7 +177,7 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   LoadReport report;
   const RuleSet set = load(text, report);
   REQUIRE(report.errors.empty());
-  const auto found = diagnose(set, {{"baseline.total_p50_ms", 1000}});
+  const auto found = diagnose(set, {{"run.typical_total_ms", 1000}});
   REQUIRE(found.size() == 3);
   CHECK(found[0].rule == "dns.b");  // 300 ms; dns.a (same cause, fewer ms) is folded into it
   CHECK(found[1].rule == "dns.d");  // 200 ms: a cause, critical or not

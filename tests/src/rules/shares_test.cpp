@@ -15,7 +15,7 @@ namespace infdoctor::rules {
 namespace {
 
 RuleSet load(const std::string& text, LoadReport& report) {
-  return load_texts({RuleFile{"rules/test.json", text}}, {"baseline.total_p50_ms", "run.workload_total_ms"}, report);
+  return load_texts({RuleFile{"rules/test.json", text}}, {"run.typical_total_ms", "run.workload_total_ms"}, report);
 }
 
 }  // namespace
@@ -38,7 +38,7 @@ TEST_CASE("shares inside the reference request add up to at most 100 %, for rand
     const RuleSet set = load(text, report);
     REQUIRE(report.errors.empty());
     std::map<std::string, double> metrics;
-    if (u(rng) < 0.8) metrics["baseline.total_p50_ms"] = 50 + u(rng) * 10000;
+    if (u(rng) < 0.8) metrics["run.typical_total_ms"] = 50 + u(rng) * 10000;
     const auto found = diagnose(set, metrics);
     const double reference = reference_total_ms(metrics);
     double sum = 0;
@@ -62,7 +62,7 @@ TEST_CASE("two causes that explain the same milliseconds split the typical reque
   LoadReport report;
   const RuleSet set = load(text, report);
   REQUIRE(report.errors.empty());
-  const auto found = diagnose(set, {{"baseline.total_p50_ms", 1000}});
+  const auto found = diagnose(set, {{"run.typical_total_ms", 1000}});
   REQUIRE(found.size() == 3);
   CHECK(found[0].rule == "x.cold");
   CHECK(found[0].share == doctest::Approx(2.0));  // on top of the 1000 ms request: twice what it takes
@@ -70,13 +70,13 @@ TEST_CASE("two causes that explain the same milliseconds split the typical reque
   CHECK(found[1].share == doctest::Approx(0.86));
   CHECK(found[2].share == doctest::Approx(0.14));  // what the first left of the typical request
   CHECK(found[2].impact_ms == 800);                // its own milliseconds are kept as measured
-  CHECK(describe_impact(found[2], {{"baseline.total_p50_ms", 1000}}) ==
+  CHECK(describe_impact(found[2], {{"run.typical_total_ms", 1000}}) ==
         "800 ms; 140 ms of it not counted above, 14 % of the 1000 ms median request of the baseline");
-  CHECK(describe_impact(found[0], {{"baseline.total_p50_ms", 1000}}) ==
+  CHECK(describe_impact(found[0], {{"run.typical_total_ms", 1000}}) ==
         "2000 ms, on top of the 1000 ms median request of the baseline (+200 %)");
 
   // Priced on a workload (run/workload.h), the shares are of its reference request, not the baseline's.
-  const std::map<std::string, double> workload = {{"baseline.total_p50_ms", 1000}, {"run.workload_total_ms", 3000}};
+  const std::map<std::string, double> workload = {{"run.typical_total_ms", 1000}, {"run.workload_total_ms", 3000}};
   const auto priced = diagnose(set, workload);
   REQUIRE(priced.size() == 3);
   CHECK(priced[0].share == doctest::Approx(2000.0 / 3000));
