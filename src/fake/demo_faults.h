@@ -13,8 +13,6 @@ struct DemoFault {
   std::vector<std::string> expect;  // causes, ranked; empty: no finding above info
   std::string description;
   std::string scenario;             // the fake provider's scenario JSON
-  std::vector<std::pair<std::string, std::string>> settings;  // check settings on top of --quick
-  std::string checks;               // empty: the whole checklist
   std::string unavailable;          // why the demo cannot plant it here, when it cannot
   bool tls = false;                 // serve HTTPS (a self-signed certificate the client trusts)
   double dns_delay_ms = -1;         // >= 0: resolve the API host through a demo DNS server this slow
