@@ -69,7 +69,8 @@ const CheckInfo kSweepInfo{
     {{&sweep_metric::hidden_reasoning_count, "prefill not fitted: the model reasoned unseen before its first token ({hidden_reasoning_count|request}), decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"},
      {nullptr, "prefill {prefill_ms_per_token} + {prefill_overhead_ms}, decode {decode_ms_per_token}, {stopped_early_count|answer} stopped early"}},
     {sweep_setting::prompt_tokens, sweep_setting::max_tokens, sweep_setting::repeats,
-     sweep_setting::decode_prompt_tokens, sweep_setting::prefill_max_tokens, sweep_setting::workload_prompt_tokens}};
+     sweep_setting::decode_prompt_tokens, sweep_setting::prefill_max_tokens, sweep_setting::workload_prompt_tokens,
+     sweep_setting::workload_output_tokens}};
 
 // A fitted cost or time that cannot be below zero: below it, it is the fit's scatter, not the
 // server's, and it is read as zero and said (the fitted value kept in details.clamped).
@@ -116,7 +117,8 @@ class SweepCheck final : public Check {
         max_tokens_(o.numbers(sweep_setting::max_tokens)),
         repeats_(o.whole(sweep_setting::repeats)),
         decode_prompt_(o.whole(sweep_setting::decode_prompt_tokens)),
-        prefill_max_tokens_(o.whole(sweep_setting::prefill_max_tokens)) {
+        prefill_max_tokens_(o.whole(sweep_setting::prefill_max_tokens)),
+        output_reach_(o.whole(sweep_setting::workload_output_tokens)) {
     // The reference request's prompt (--workload prompt=P): a size beyond the sweep's largest is
     // sent too, so a finding at that length is measured there and not extrapolated.
     const double reach = o.whole(sweep_setting::workload_prompt_tokens);
@@ -133,7 +135,11 @@ class SweepCheck final : public Check {
     for (double m : max_tokens_)
       steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)) +
                            (repeats_ > 1 ? " (repeated unless the first agrees with the smaller sizes)" : "") +
-                           (m > max_tokens_.front() ? ", unless the answers before it ended by themselves" : ""),
+                           (m > max_tokens_.front() ? ", unless the answers before it ended by themselves" : "") +
+                           (output_reach_ > 0 && m > output_reach_
+                                ? ", or the time per token up to the reference request's " + std::to_string(output_reach_) +
+                                      " tokens held steady"
+                                : ""),
                        repeats_, "target",
                        decode_prompt_, static_cast<long long>(m)});
     for (const double p : small_sizes())
@@ -303,8 +309,26 @@ class SweepCheck final : public Check {
     // A size the check's deadline cannot hold is not sent: at the median time per token and to
     // first token seen so far (the prefill requests' to begin with), it would be cut short.
     std::vector<double> seen_tpot = cy, seen_ttft = py;
+    // Whether the last size sent kept the pace of the sizes before it (its median time per token
+    // within 3 MAD or a tenth of theirs), and what the two paces were.
+    bool steady = false;
+    double pace_before = 0, pace_at = 0;
+    double last_sent = 0;
     for (double mt : max_tokens_) {
       if (loop.stopped()) break;
+      // Past the reference request's output the fit prices nothing the run needs: a longer answer
+      // only extends the line, unless the pace up to there changed with the answer's length.
+      if (output_reach_ > 0 && mt > output_reach_ && last_sent >= output_reach_ && steady) {
+        std::vector<double> beyond;
+        for (const double m : max_tokens_)
+          if (m >= mt) beyond.push_back(m);
+        out.details["not_sent_beyond"] = {
+            {"max_tokens", beyond},
+            {"why", "the reference request answers in " + std::to_string(output_reach_) + " tokens, and the time per token at max_tokens " +
+                        format_number(last_sent) + " (" + format_number(pace_at) + " ms) kept the smaller sizes' pace (" +
+                        format_number(pace_before) + " ms): a longer answer would only extend the line"}};
+        break;
+      }
       const double left_ms = core::to_ms(core::elapsed_us(ctx.clock().now(), ctx.deadline()));
       const auto typical_tpot = stats::median(seen_tpot);
       const double needed_ms = stats::median(seen_ttft).value_or(0) + mt * typical_tpot.value_or(0);
@@ -349,6 +373,15 @@ class SweepCheck final : public Check {
           decode_ttft.push_back(*t);
           if (rep == 0) first_ttft = *t;
         }
+      }
+      last_sent = mt;
+      steady = false;
+      const std::vector<double> this_size(tpot.begin() + static_cast<std::ptrdiff_t>(tpot_before.size()), tpot.end());
+      if (tpot_before.size() >= 2 && !this_size.empty()) {
+        const double before = *stats::median(tpot_before), now = *stats::median(this_size);
+        steady = near(tpot_before, before, now);
+        pace_before = before;
+        pace_at = now;
       }
       // Every answer of this size ended on its own before max_tokens: that is how long the model
       // answers this prompt, and a larger max_tokens only caps the same answer further off. The
@@ -421,6 +454,7 @@ class SweepCheck final : public Check {
 
   std::vector<double> prompts_, max_tokens_;
   int repeats_, decode_prompt_, prefill_max_tokens_;
+  int output_reach_;  // the reference request's output tokens; 0: none
 };
 
 }  // namespace

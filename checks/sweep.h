@@ -56,6 +56,10 @@ inline constexpr Setting decode_prompt_tokens{
 inline constexpr Setting prefill_max_tokens{
     .key = "sweep.prefill_max_tokens", .kind = SettingKind::Whole, .def = "16", .lo = 1, .hi = 100000,
     .help = "output tokens of each prefill request, for decode against context"};
+inline constexpr Setting workload_output_tokens{
+    .key = "sweep.workload_output_tokens", .kind = SettingKind::Whole, .def = "0", .lo = 0, .hi = 1000000,
+    .help = "the reference request's output (--workload output=O, 128 unless given): a decode size beyond it is "
+            "sent only when the time per token up to it changed with the answer's length; 0: every size is sent"};
 inline constexpr Setting workload_prompt_tokens{
     .key = "sweep.workload_prompt_tokens", .kind = SettingKind::Whole, .def = "0", .lo = 0, .hi = 2000000,
     .help = "the workload's prompt (--workload prompt=P): the prefill sizes reach it when it is longer; 0: none"};

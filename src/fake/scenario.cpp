@@ -125,6 +125,7 @@ const ModelNumber kModelNumbers[] = {
     {"tokens_per_event", &ModelSpec::tokens_per_event, 1, 1e4},
     {"flush_interval_ms", &ModelSpec::flush_interval_ms, 0, kMaxMs},
     {"decode_ms_per_1k_context", &ModelSpec::decode_ms_per_1k_context, 0, 1e4},
+    {"decode_ms_per_1k_output", &ModelSpec::decode_ms_per_1k_output, 0, 1e4},
     {"batch_decode_penalty", &ModelSpec::batch_decode_penalty, 0, 10},
     {"tail_fraction", &ModelSpec::tail_fraction, 0, 1},
     {"tail_factor", &ModelSpec::tail_factor, 1, 1000},

@@ -89,6 +89,9 @@ struct ModelSpec {
   // Decode that slows as the context grows (each token's attention reads every earlier token's
   // keys and values): every output token costs this much more per 1,000 prompt tokens.
   double decode_ms_per_1k_context = 0;
+  // The answer's own tokens as context: each output token costs this much more per 1,000 tokens
+  // generated before it in the same answer, so a long answer's pace slows as it goes.
+  double decode_ms_per_1k_output = 0;
   // Continuous batching: with `slots` sequences, each sequence decoding beside n-1 others spends
   // (1 + batch_decode_penalty x (n-1)) times as long per token (0: batching is free).
   double batch_decode_penalty = 0;

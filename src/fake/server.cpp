@@ -827,10 +827,14 @@ struct Server::Impl {
     const ModelState* st = nullptr;
     Clock::time_point arrived, parsed_at, admitted, first_at;
     double per_token_ms = 0;
+    double growth_ms = 0;     // each token's extra cost per token generated before it
     Clock::duration shift{};  // a planted stall pushes every later token back
     double parse_ms() const { return std::chrono::duration<double, std::milli>(parsed_at - arrived).count(); }
     double queue_ms() const { return std::chrono::duration<double, std::milli>(admitted - parsed_at).count(); }
-    Clock::time_point token_at(int i) const { return done_at(*st, first_at, per_token_ms * i) + shift; }
+    // Token i follows i tokens after the first, the k-th of them k x growth_ms slower.
+    Clock::time_point token_at(int i) const {
+      return done_at(*st, first_at, per_token_ms * i + growth_ms * i * (i + 1) / 2.0) + shift;
+    }
   };
 
   // The planted parse: reading the body costs time in proportion to its size.
@@ -856,8 +860,9 @@ struct Server::Impl {
         c.headers.emplace_back(spec.replica_header, "replica-" + std::to_string(replica + 1));
     }
     const double prompt = static_cast<double>(c.prompt_tokens);
-    t.per_token_ms = slow * (spec.decode_ms_per_token + spec.decode_ms_per_1k_context * prompt / 1000.0) *
-                     (1 + spec.batch_decode_penalty * (slot.batch - 1));
+    const double batching = 1 + spec.batch_decode_penalty * (slot.batch - 1);
+    t.per_token_ms = slow * (spec.decode_ms_per_token + spec.decode_ms_per_1k_context * prompt / 1000.0) * batching;
+    t.growth_ms = slow * spec.decode_ms_per_1k_output / 1000.0 * batching;
     const double fresh = static_cast<double>(c.prompt_tokens - c.cached_tokens);
     // The cold start first, then the model's work to the first token at the neighbour's pace.
     const double first_work_ms =

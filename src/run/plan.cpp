@@ -116,6 +116,10 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
   const auto sized = [](const checks::Setting& s, int v) {
     return checks::format_number(std::clamp(static_cast<double>(v), s.lo, s.hi));
   };
+  // The decode fit reaches the reference request's output (128 tokens unless --workload says),
+  // and past it only where the pace changed with the answer's length.
+  unless_given(checks::sweep_setting::workload_output_tokens,
+               sized(checks::sweep_setting::workload_output_tokens, plan.workload.output_tokens));
   if (!o.workload.empty()) {
     plan.options.set(checks::sweep_setting::workload_prompt_tokens, std::to_string(plan.workload.prompt_tokens));
     unless_given(ls::prompt_tokens, sized(ls::prompt_tokens, plan.workload.prompt_tokens));

@@ -136,6 +136,39 @@ TEST_CASE("sweep: answers that end by themselves, at lengths and speeds drawn at
   }
 }
 
+TEST_CASE("sweep: past the reference request's output, a steady pace is not sent again, and a pace that slows with the answer is") {
+  // Paces and overheads drawn at random; the reference request answers in 128 tokens. Steady: 512
+  // would only extend the line, so it is not sent and the slope holds. Slowing by 25-60 ms a
+  // token per 1,000 generated (at 128 tokens, 1.6-3.8 ms more a token than at 32, over a tenth of
+  // a 4-12 ms pace): 512 goes out to measure it.
+  std::mt19937 rng(test::seed());
+  for (int draw = 0; draw < 3; ++draw) {
+    const double per_token = std::uniform_real_distribution<double>(4, 12)(rng);
+    const double overhead = std::uniform_real_distribution<double>(20, 200)(rng);
+    const double growth = std::uniform_real_distribution<double>(25, 60)(rng);
+    CAPTURE(per_token);
+    CAPTURE(overhead);
+    CAPTURE(growth);
+    const std::string model = R"({"models": {"m": {"overhead_ms": )" + std::to_string(overhead) +
+                              R"(, "decode_ms_per_token": )" + std::to_string(per_token);
+    const std::vector<std::pair<std::string, std::string>> sets = {{"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,32,128,512"},
+                                                     {"sweep.workload_output_tokens", "128"}};
+    auto steady = test::start_fake(model + "}}}");
+    const auto c = test::run_check("sweep", {steady->base_url(), sets, "", {"m", ""}});
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(decode_requests_at(c, 128) >= 1);
+    CHECK(decode_requests_at(c, 512) == 0);
+    CHECK(c.details["not_sent_beyond"]["max_tokens"] == nlohmann::json::array({512.0}));
+    CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(per_token).epsilon(0.08));
+
+    auto slowing = test::start_fake(model + R"(, "decode_ms_per_1k_output": )" + std::to_string(growth) + "}}}");
+    const auto d = test::run_check("sweep", {slowing->base_url(), sets, "", {"m", ""}});
+    REQUIRE_MESSAGE(d.status == checks::CheckStatus::Ok, d.reason);
+    CHECK(decode_requests_at(d, 512) >= 1);
+    CHECK_FALSE(d.details.contains("not_sent_beyond"));
+  }
+}
+
 TEST_CASE("sweep: --max-requests is never exceeded") {
   auto server = test::start_fake(R"({"models": {"m": {}}})");
   test::CheckSetup setup{server->base_url(),

@@ -48,6 +48,17 @@ TEST_CASE("decode_ms_per_1k_context: time per token grows with the prompt") {
   CHECK(*long_prompt.tpot_ms == doctest::Approx(3 + 4 * long_words / 1000.0).epsilon(0.1 * test::kTimingSlack));
 }
 
+TEST_CASE("decode_ms_per_1k_output: a long answer's pace slows as it goes") {
+  // Token k after the first costs 3 ms + 20 ms x k / 1000: over n tokens the mean is 3 + 0.02 x n / 2.
+  auto server = test::start_fake(R"({"models": {"m": {"decode_ms_per_token": 3, "decode_ms_per_1k_output": 20}}})");
+  const auto short_answer = ask(*server, 10, 20);
+  const auto long_answer = ask(*server, 10, 300);
+  REQUIRE(short_answer.ok);
+  REQUIRE(long_answer.ok);
+  CHECK(*short_answer.tpot_ms == doctest::Approx(3 + 0.02 * 20 / 2).epsilon(0.1 * test::kTimingSlack));
+  CHECK(*long_answer.tpot_ms == doctest::Approx(3 + 0.02 * 300 / 2).epsilon(0.1 * test::kTimingSlack));
+}
+
 TEST_CASE("batch_decode_penalty: sequences decoding together each run slower per token") {
   auto server = test::start_fake(
       R"({"models": {"m": {"overhead_ms": 20, "decode_ms_per_token": 4, "slots": 4, "batch_decode_penalty": 0.5}}})");
