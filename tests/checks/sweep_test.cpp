@@ -139,23 +139,30 @@ TEST_CASE("sweep: answers that end by themselves, at lengths and speeds drawn at
 }
 
 TEST_CASE("sweep: past the reference request's output, a steady pace is not sent again, and a pace that slows with the answer is") {
-  // Paces and overheads drawn at random; the reference request answers in 32 tokens. Steady: 128
-  // would only extend the line, so it is not sent and the slope holds. Slowing by 200-300 ms a
-  // token per 1,000 generated (at 32 tokens 2.4-3.6 ms more a token than at 8, over a tenth of a
-  // 4-12 ms pace and over the scatter of two 8-token answers): 128 goes out to measure it.
+  // The reference request answers in 32 tokens; the decode requests carry a 32-token prompt. Each
+  // growth follows from what a token reads, at a pace and overhead drawn at random:
+  // - steady, as an engine with a KV cache: each token also reads the earlier tokens' keys and
+  //   values, at most 4 % of the pace per 1,000 tokens (rules/README.md, decode.context_slowdown's
+  //   bar): the pace at 32 keeps the pace at 8, so 128 would only extend the line;
+  // - slowing, as an engine that recomputes the whole context for each token (no KV cache): each
+  //   token costs in proportion to its context, 1,000 / 32 paces per 1,000 tokens generated, and
+  //   at 32 tokens the pace is 0.375 paces above the pace at 8, past the check's tenth: 128 goes out.
   std::mt19937 rng(test::seed());
   for (int draw = 0; draw < 2; ++draw) {
-    const double per_token = std::uniform_real_distribution<double>(4, 12)(rng);
+    const double per_token = std::uniform_real_distribution<double>(8, 16)(rng);
     const double overhead = std::uniform_real_distribution<double>(20, 200)(rng);
-    const double growth = std::uniform_real_distribution<double>(200, 300)(rng);
     CAPTURE(per_token);
     CAPTURE(overhead);
-    CAPTURE(growth);
-    const std::string model = R"({"models": {"m": {"overhead_ms": )" + std::to_string(overhead) +
-                              R"(, "decode_ms_per_token": )" + std::to_string(per_token);
-    const std::vector<std::pair<std::string, std::string>> sets = {{"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,8,32,128"},
+    const auto fake = [&](double growth_per_1k) {
+      return test::start_fake(R"({"models": {"m": {"overhead_ms": )" + std::to_string(overhead) + R"(, "decode_ms_per_token": )" +
+                              std::to_string(per_token) + R"(, "decode_ms_per_1k_output": )" + std::to_string(growth_per_1k) +
+                              "}}}");
+    };
+    const std::vector<std::pair<std::string, std::string>> sets = {{"sweep.prompt_tokens", "16"},
+                                                                   {"sweep.max_tokens", "1,8,32,128"},
+                                                                   {"sweep.decode_prompt_tokens", "32"},
                                                                    {"sweep.workload_output_tokens", "32"}};
-    auto steady = test::start_fake(model + "}}}");
+    auto steady = fake(0.04 * per_token);
     const auto c = test::run_check("sweep", {steady->base_url(), sets, "", {"m", ""}});
     REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
     CHECK(decode_requests_at(c, 32) >= 1);
@@ -163,7 +170,7 @@ TEST_CASE("sweep: past the reference request's output, a steady pace is not sent
     CHECK(c.details["not_sent_beyond"]["max_tokens"] == nlohmann::json::array({128.0}));
     CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(per_token).epsilon(0.08));
 
-    auto slowing = test::start_fake(model + R"(, "decode_ms_per_1k_output": )" + std::to_string(growth) + "}}}");
+    auto slowing = fake(per_token * 1000.0 / 32);
     const auto d = test::run_check("sweep", {slowing->base_url(), sets, "", {"m", ""}});
     REQUIRE_MESSAGE(d.status == checks::CheckStatus::Ok, d.reason);
     CHECK(decode_requests_at(d, 128) >= 1);
