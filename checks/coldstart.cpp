@@ -6,9 +6,10 @@
 // server during a long gap does not read as a cold model.
 // A gap is "cold" when its TTFT exceeds the baseline median by more than max(5 MAD, 20 % of the
 // median, 25 ms): robust to a noisy baseline, blind to penalties smaller than that. A cold start
-// is a state, so it counts from the shortest gap after which every longer one was cold too; a
-// lone slow request is a spike (a heavy tail), and a lone cold longest gap is measured again;
-// two gaps in a row cold show the state, and the longer gaps are not waited.
+// is a state, so it counts from the shortest gap after which every longer one was cold too. The
+// longest gap goes first: warm, no shorter gap is waited; cold, the shorter ones follow from the
+// shortest up until one is cold too (two cold gaps show the state). A lone slow request is a
+// spike (a heavy tail): a longest gap cold alone is measured again.
 // A model that answers 503 "loading" while it starts (Hugging Face, KServe, scale-to-zero gateways)
 // is waited out by the pacer; the wait counts in the request's TTFT.
 // Cannot tell: a cold model from a cold cache or autoscaler in front of it; idle caused by other
@@ -56,18 +57,18 @@ class ColdstartCheck final : public Check {
   std::vector<Step> plan() const override {
     std::vector<Step> steps = {{"the run's first model request", 1, "target", prompt_tokens_, 1},
                                {"back to back, the warm baseline", baseline_samples_, "target", prompt_tokens_, 1}};
-    double longest = 0;
-    int positive = 0;
-    for (const double g : gaps_) {
-      if (g <= 0) continue;
-      steps.push_back({"idle " + format_number(g) + " s, then one request" +
-                           (positive++ >= 2 ? " (not once two gaps in a row were cold)" : ""),
+    std::vector<double> ladder;
+    for (const double g : gaps_)
+      if (g > 0) ladder.push_back(g);
+    std::sort(ladder.begin(), ladder.end());
+    if (ladder.empty()) return steps;
+    steps.push_back({"idle " + format_number(ladder.back()) + " s (the longest gap first), then one request", 1, "target",
+                     prompt_tokens_, 1});
+    for (std::size_t i = 0; i + 1 < ladder.size(); ++i)
+      steps.push_back({"only if that was cold: idle " + format_number(ladder[i]) + " s, then one request (not once one was cold)",
                        1, "target", prompt_tokens_, 1});
-      longest = std::max(longest, g);
-    }
-    if (longest > 0)
-      steps.push_back({"only if the longest gap alone was cold: idle " + format_number(longest) + " s again", 1, "target",
-                       prompt_tokens_, 1});
+    steps.push_back({"only if the longest gap alone was cold: idle " + format_number(ladder.back()) + " s again", 1, "target",
+                     prompt_tokens_, 1});
     return steps;
   }
   std::chrono::milliseconds planned_wait() const override {
@@ -85,6 +86,8 @@ class ColdstartCheck final : public Check {
       if (label.is_object() && label.contains("gap_s") && label["gap_s"].is_number())
         if (const auto t = server_ttft_ms(s))
           gap.points.push_back({label["gap_s"].get<double>(), *t + s.loading_wait_ms.value_or(0), s.request_id});
+    // Sent longest gap first; drawn in the order of the gaps.
+    std::stable_sort(gap.points.begin(), gap.points.end(), [](const auto& a, const auto& b) { return a.x < b.x; });
     if (const auto b = r.metric(coldstart_metric::baseline_ttft_p50_ms); b && !gap.points.empty())
       for (const double x : {gap.points.front().x, gap.points.back().x}) base.points.push_back({x, *b, ""});
     return {{"ttft-vs-idle-gap", "Time to first token after an idle gap, against back-to-back requests.", {"idle", "s"},
@@ -141,16 +144,15 @@ class ColdstartCheck final : public Check {
       out.set(coldstart_metric::first_request_penalty_ms, *first - base_med);
     }
 
-    nlohmann::json table = nlohmann::json::array();
-    Table gaps{"coldstart: TTFT after idle gaps (baseline " + cell(base_med, "ms") + ", cold above +" + cell(margin, "ms") + ")",
-               {"idle", "TTFT", "excess", ""}, {}, ""};
     // One request after `gap` seconds of idle: its TTFT's excess over the baseline, or nothing.
     struct Gap {
       double gap_s = 0;
+      double ttft_ms = 0;
       double excess = 0;
       bool cold = false;
+      bool spike = false;
     };
-    std::vector<Gap> seen;
+    std::vector<Gap> seen;  // in the order measured
     auto after_idle = [&](double gap, const char* phase) -> bool {
       ctx.progress("coldstart: idle " + std::to_string(static_cast<int>(gap)) + " s before the next request");
       if (!ctx.idle_until(ctx.clock().now() + std::chrono::milliseconds(static_cast<long long>(gap * 1000)))) {
@@ -159,52 +161,69 @@ class ColdstartCheck final : public Check {
       }
       const auto t = one({{"phase", phase}, {"gap_s", gap}});
       if (loop.stopped()) return false;
-      if (!t) return true;
-      const double excess = *t - base_med;
-      const bool cold = excess > margin;
-      seen.push_back({gap, excess, cold});
-      table.push_back({{"gap_s", gap}, {"ttft_ms", *t}, {"excess_ms", excess}, {"cold", cold}});
-      gaps.rows.push_back({format_number(gap) + " s", cell(*t, "ms"), cell(excess, "ms"), cold ? "cold" : ""});
+      if (t) seen.push_back({gap, *t, *t - base_med, *t - base_med > margin, false});
       return true;
     };
-    // Two gaps in a row cold show the state: a longer idle cannot find the model warmer, so the
-    // longer gaps would only wait to say the same, and they are not waited. (Two heavy-tail spikes
-    // back to back would read as a cold start here; at the 2 % tail a realistic engine has, one
-    // run in 2,500.)
-    const auto two_cold = [&] { return seen.size() >= 2 && seen[seen.size() - 1].cold && seen[seen.size() - 2].cold; };
-    for (const double gap : gaps_)
-      if (gap > 0 && (two_cold() || !after_idle(gap, "gap"))) break;
-    if (two_cold()) {
-      std::vector<std::string> skipped;
-      for (const double gap : gaps_)
-        if (gap > seen.back().gap_s) {
-          out.details["not_waited_s"].push_back(gap);
-          skipped.push_back(format_number(gap) + " s");
+    // A cold model is a state: once idle long enough, every longer gap finds it cold too, and a
+    // shorter one warm where a longer one was. So the longest gap goes first: warm, it answers for
+    // every shorter one, and the check has waited one gap instead of all of them. Cold, the
+    // shorter gaps follow from the shortest up until one is cold: that one and the longest, two
+    // cold gaps, show the state, and the gaps between them are not waited.
+    std::vector<double> ladder;
+    for (const double g : gaps_)
+      if (g > 0) ladder.push_back(g);
+    std::sort(ladder.begin(), ladder.end());
+    std::vector<double> not_waited;
+    std::string why_not;
+    if (!ladder.empty() && after_idle(ladder.back(), "gap")) {
+      const bool longest_warm = !seen.empty() && !seen.back().cold;
+      for (std::size_t i = 0; i + 1 < ladder.size(); ++i) {
+        if (longest_warm || (seen.size() >= 2 && seen.back().cold)) {
+          not_waited.push_back(ladder[i]);
+          continue;
         }
-      if (!skipped.empty())
-        gaps.note = "not waited: " + core::join(skipped, ", ") + " (two gaps in a row were cold: a longer one finds it cold too)";
+        if (!after_idle(ladder[i], "gap")) break;
+      }
+      why_not = longest_warm ? "the longest gap was warm: a shorter one finds it warm too"
+                             : "a shorter gap and the longest were both cold: a gap between them finds it cold too";
     }
-    // A cold model is a state: once idle long enough, every longer gap finds it cold too. So the
-    // threshold is the shortest gap from which every measured gap was cold; a slow request after
-    // a shorter gap and a fast one after a longer gap was a spike, not a cold start. Where only the
-    // longest gap was cold, one request is no state: the same gap is measured again.
-    auto cold_from = [&]() -> std::optional<std::size_t> {
-      std::optional<std::size_t> from;
-      for (std::size_t i = seen.size(); i-- > 0;) {
-        if (!seen[i].cold) break;
-        from = i;
-      }
-      return from;
+    // Where only the longest gap was cold, one request is no state: it is measured again, and a
+    // warm repeat makes the first a spike (a heavy tail), not a cold start.
+    const auto only_longest_cold = [&] {
+      int cold = 0;
+      for (const auto& g : seen) cold += g.cold ? 1 : 0;
+      return cold == 1 && seen.front().cold && seen.front().gap_s == ladder.back();
     };
-    auto from = cold_from();
-    if (from && *from + 1 == seen.size() && !loop.stopped()) {
+    if (!seen.empty() && only_longest_cold() && !loop.stopped()) {
       const std::size_t before = seen.size();
-      if (after_idle(seen.back().gap_s, "gap_again") && seen.size() > before && !seen.back().cold) {
-        seen[before - 1].cold = false;  // the repeat was warm: that one was a spike
-        table[before - 1]["cold"] = false;
-        gaps.rows[before - 1].back() = "spike";
+      if (after_idle(ladder.back(), "gap_again") && seen.size() > before && !seen.back().cold) {
+        seen.front().cold = false;
+        seen.front().spike = true;
       }
-      from = cold_from();
+    }
+    // Read in the order of the gaps (a repeat after its first): the threshold is the shortest gap
+    // from which every measured gap was cold.
+    std::stable_sort(seen.begin(), seen.end(), [](const Gap& a, const Gap& b) { return a.gap_s < b.gap_s; });
+    std::optional<std::size_t> from;
+    for (std::size_t i = seen.size(); i-- > 0;) {
+      if (!seen[i].cold) break;
+      from = i;
+    }
+    nlohmann::json table = nlohmann::json::array();
+    Table gaps{"coldstart: TTFT after idle gaps (baseline " + cell(base_med, "ms") + ", cold above +" + cell(margin, "ms") + ")",
+               {"idle", "TTFT", "excess", ""}, {}, ""};
+    for (const auto& g : seen) {
+      table.push_back({{"gap_s", g.gap_s}, {"ttft_ms", g.ttft_ms}, {"excess_ms", g.excess}, {"cold", g.cold}});
+      gaps.rows.push_back({format_number(g.gap_s) + " s", cell(g.ttft_ms, "ms"), cell(g.excess, "ms"),
+                           g.cold ? "cold" : g.spike ? "spike" : ""});
+    }
+    if (!not_waited.empty()) {
+      std::vector<std::string> skipped;
+      for (const double g : not_waited) {
+        out.details["not_waited_s"].push_back(g);
+        skipped.push_back(format_number(g) + " s");
+      }
+      gaps.note = "not waited: " + core::join(skipped, ", ") + " (" + why_not + ")";
     }
     std::vector<double> excess_cold;
     std::optional<double> threshold, threshold_low;
