@@ -309,8 +309,10 @@ class SweepCheck final : public Check {
     // A size the check's deadline cannot hold is not sent: at the median time per token and to
     // first token seen so far (the prefill requests' to begin with), it would be cut short.
     std::vector<double> seen_tpot = cy, seen_ttft = py;
-    // Whether the last size sent kept the pace of the sizes before it (its median time per token
-    // within 3 MAD or a tenth of theirs), and what the two paces were.
+    // Whether the last size sent kept the pace of the sizes before it (its fastest time per token
+    // within 3 MAD or a tenth of their median), and what the two paces were. A pace that changes
+    // with the answer's length changes every answer of the size; one slow answer among them is
+    // the tail, and with two answers a median is their mean.
     bool steady = false;
     double pace_before = 0, pace_at = 0;
     double last_sent = 0;
@@ -324,7 +326,7 @@ class SweepCheck final : public Check {
           if (m >= mt) beyond.push_back(m);
         out.details["not_sent_beyond"] = {
             {"max_tokens", beyond},
-            {"why", "the reference request answers in " + std::to_string(output_reach_) + " tokens, and the time per token at max_tokens " +
+            {"why", "the reference request answers in " + std::to_string(output_reach_) + " tokens, and the fastest time per token at max_tokens " +
                         format_number(last_sent) + " (" + format_number(pace_at) + " ms) kept the smaller sizes' pace (" +
                         format_number(pace_before) + " ms): a longer answer would only extend the line"}};
         break;
@@ -378,7 +380,7 @@ class SweepCheck final : public Check {
       steady = false;
       const std::vector<double> this_size(tpot.begin() + static_cast<std::ptrdiff_t>(tpot_before.size()), tpot.end());
       if (tpot_before.size() >= 2 && !this_size.empty()) {
-        const double before = *stats::median(tpot_before), now = *stats::median(this_size);
+        const double before = *stats::median(tpot_before), now = *std::min_element(this_size.begin(), this_size.end());
         steady = near(tpot_before, before, now);
         pace_before = before;
         pace_at = now;

@@ -8,6 +8,7 @@
 #include "run/pacer.h"
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/scripted_model.h"
 #include "support/seed.h"
 
 namespace infdoctor {
@@ -175,6 +176,45 @@ TEST_CASE("sweep: past the reference request's output, a steady pace is not sent
     REQUIRE_MESSAGE(d.status == checks::CheckStatus::Ok, d.reason);
     CHECK(decode_requests_at(d, 128) >= 1);
     CHECK_FALSE(d.details.contains("not_sent_beyond"));
+  }
+}
+
+TEST_CASE("sweep: one slow answer at the reference request's output is the tail, and the larger sizes stay unsent") {
+  // A steady pace drawn at random, and the first answer at the reference output (32 tokens) 2-5
+  // times slower, as a heavy tail makes one in fifty: that size is sent again, and its other
+  // answer keeps the pace. The median of the two would be their mean and read as a pace that
+  // changed; the fastest of them is what the length allows.
+  std::mt19937 rng(test::seed());
+  for (int draw = 0; draw < 8; ++draw) {
+    const double per_token = std::uniform_real_distribution<double>(8, 80)(rng);
+    const double factor = std::uniform_real_distribution<double>(2, 5)(rng);
+    CAPTURE(per_token);
+    CAPTURE(factor);
+    test::FakeClock clock;
+    bool slowed = false;
+    test::ScriptedModel model(clock, [&](const api::ChatRequest& r, core::SteadyTime) {
+      const bool tail = r.max_tokens == 32 && !slowed;
+      slowed = slowed || tail;
+      const double pace = per_token * (tail ? factor : 1.0), ttft = 60 + 0.02 * r.prompt_tokens_wanted;
+      auto s = test::answered(ttft, ttft + pace * (r.max_tokens - 1));
+      s.output_tokens = r.max_tokens;
+      s.output_tokens_source = api::kTokensFromUsage;
+      s.finish_reason = "length";
+      if (r.max_tokens > 1) s.tpot_ms = pace;
+      return s;
+    });
+    test::CheckSetup setup{"http://127.0.0.1:9/v1",
+                           {{"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,8,32,128"},
+                            {"sweep.workload_output_tokens", "32"}},
+                           "",
+                           {"m", ""}};
+    setup.ports.model = &model;
+    setup.ports.clock = &clock;
+    const auto c = test::run_check("sweep", setup);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(decode_requests_at(c, 32) == 2);
+    CHECK(decode_requests_at(c, 128) == 0);
+    CHECK(c.details["not_sent_beyond"]["max_tokens"] == nlohmann::json::array({128.0}));
   }
 }
 
