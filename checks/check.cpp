@@ -322,6 +322,7 @@ core::Result<std::vector<api::RequestSample>> CheckContext::chat(const std::vect
 }
 
 bool CheckContext::idle_until(core::SteadyTime t) const {
+  if (idle_host_) idle_host_(std::min(t, deadline_));
   waiting_(std::min(t, deadline_));
   if (!clock_.sleep_until(std::min(t, deadline_))) return false;
   return t <= deadline_;

@@ -385,8 +385,12 @@ class CheckContext {
   // Model requests to this endpoint through the model port, none outliving the deadline.
   core::Result<std::vector<api::RequestSample>> chat(const std::vector<api::ChatRequest>& reqs);
   // Waits, sending nothing, until `t`; false (early) when the deadline comes first or the run is
-  // interrupted.
+  // interrupted. The run may fill the wait with checks that send nothing to a model (the idle
+  // host, below), each ending by `t`.
   bool idle_until(core::SteadyTime t) const;
+  // What the run does with this context's idle waits: called with the end of each wait before it
+  // is waited out (the runner's held checks); none by default.
+  void set_idle_host(std::function<void(core::SteadyTime)> host) { idle_host_ = std::move(host); }
 
  private:
   Target target_;
@@ -399,6 +403,7 @@ class CheckContext {
   ProbePort* probes_;
   std::function<void(const std::string&)> progress_;
   std::function<void(core::SteadyTime)> waiting_;
+  std::function<void(core::SteadyTime)> idle_host_;
   core::SteadyTime deadline_ = core::SteadyTime::max();
   std::vector<std::string> addresses_, proxy_addresses_, silent_;
   std::optional<std::size_t> pin_;  // the endpoint's pin this context added (set_addresses), by index
@@ -454,6 +459,10 @@ class Check {
   // The time the plan spends waiting by design (idle gaps, a soak's minutes): the check's deadline
   // is --check-timeout on top of it, so a long gap or soak is never cut by the deadline.
   virtual std::chrono::milliseconds planned_wait() const { return std::chrono::milliseconds(0); }
+  // True when the check sends nothing to a model and nothing a model's state answers for, and no
+  // later check needs it first: the run may hold it for the idle gaps of a later check that waits
+  // by design (RunPlan::idle_endpoint keeps them idle instead).
+  virtual bool runs_in_idle() const { return false; }
   // The charts of a result of this check: series of its own points, with axes and units, each
   // point with the request it came from. Read after run() from whatever it returned (a failed or
   // cut-short result too), so a chart with nothing to draw says "not measured" where it stands.

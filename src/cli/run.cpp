@@ -35,6 +35,7 @@ int run_with(const RunOptions& o, const std::string& command_line, results::RunR
   run::Subject subject{ep.value(), o.endpoint.preset, {o.model, o.small_model}, o.max_requests, metrics_url};
   if (o.dry_run) {
     std::cout << run::dry_run_text(run::planned_steps(plan.value(), subject.models), subject.endpoint, o.max_requests);
+    if (const std::string idle = run::idle_line(plan.value()); !idle.empty()) std::cout << "\n" << idle << "\n";
     return kExitOk;
   }
   auto session =
@@ -59,7 +60,7 @@ void group_run_options(CLI::App& cmd) {
       {"Connection", {"--cacert", "--insecure", "--max-time", "--connect-timeout", "--header", "--proxy", "--resolve"}},
       {"Workload", {"--workload", "--body", "--keep-body", "--slo"}},
       {"Checks", {"--checks", "--quick", "--full", "--set", "--settings", "--sweep-prompt-tokens", "--sweep-max-tokens",
-                  "--idle-gaps", "--concurrency", "--load-levels", "--load-rates", "--load-mix", "--soak-minutes",
+                  "--idle-gaps", "--idle-endpoint", "--concurrency", "--load-levels", "--load-rates", "--load-mix", "--soak-minutes",
                   "--resolver", "--no-system-resolvers", "--max-hops", "--check-timeout", "--max-concurrency",
                   "--max-requests", "--rules", "--dry-run"}},
       {"Output", {"--json", "--bundle", "--quiet", "--verbose"}},
@@ -87,6 +88,10 @@ void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   cmd.add_option("--sweep-prompt-tokens", p.prompt_tokens, "prompt sizes of the prefill sweep, e.g. 64,512,2048");
   cmd.add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
   cmd.add_option("--idle-gaps", p.idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
+  cmd.add_flag("--idle-endpoint", p.idle_endpoint,
+               "keep the cold-start check's idle gaps idle for the whole endpoint: the path check, which sends "
+               "nothing to a model, runs in its own turn instead of inside them (for a gateway that scales to zero "
+               "as a whole)");
   cmd.add_option("--concurrency", p.concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
   cmd.add_option("--load-levels", p.load_levels,
                  "the load ramp's users at each level, e.g. 5,10,20,50 (with --checks +load; as --set load.levels)");

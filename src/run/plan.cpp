@@ -72,6 +72,7 @@ core::Result<RunPlan> make_plan(const PlanOptions& o) {
   if (o.max_concurrency > 0) plan.options.set(cs::max_streams, std::to_string(o.max_concurrency));
   if (o.soak_minutes > 0) plan.options.set(checks::soak_setting::minutes, checks::format_number(o.soak_minutes));
   plan.check_timeout = std::chrono::seconds(static_cast<long long>(o.check_timeout_s));
+  plan.idle_endpoint = o.idle_endpoint;
   if (!o.resolvers.empty()) plan.options.set(checks::dns_setting::resolvers, core::join(o.resolvers, ","));
   if (o.no_system_resolvers) plan.options.set(checks::dns_setting::system, "0");
   if (o.max_hops > 0) plan.options.set(checks::path_setting::max_hops, std::to_string(o.max_hops));
@@ -224,6 +225,27 @@ std::string series_blind_spot(const std::vector<PlannedStep>& steps) {
   return "it cannot judge slowdowns over time (a noisy neighbour, a slow replica): that needs " +
          std::to_string(stats::kMinSamples) + " requests of 8 tokens or more, it plans about " + std::to_string(series) +
          " (the default profile sends enough)";
+}
+
+std::optional<std::size_t> idle_host(const RunPlan& plan, std::size_t i) {
+  if (plan.idle_endpoint || i >= plan.checks.size() || !plan.checks[i]->runs_in_idle()) return std::nullopt;
+  for (std::size_t j = i + 1; j < plan.checks.size(); ++j)
+    if (plan.checks[j]->planned_wait().count() > 0) return j;
+  return std::nullopt;
+}
+
+std::string idle_line(const RunPlan& plan) {
+  std::vector<std::string> held;
+  std::optional<std::size_t> host;
+  for (std::size_t i = 0; i < plan.checks.size(); ++i)
+    if (const auto h = idle_host(plan, i)) {
+      held.push_back(plan.checks[i]->info().id);
+      host = h;
+    }
+  if (!host) return "";
+  return core::join(held, ", ") + " runs inside " + plan.checks[*host]->info().id +
+         "'s idle gaps: it sends nothing to a model, so the model stays idle (--idle-endpoint keeps the whole "
+         "endpoint idle, for a gateway that scales to zero)";
 }
 
 std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests) {

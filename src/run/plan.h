@@ -4,6 +4,7 @@
 // take. The plan line printed before a run and `--dry-run` are both read from planned_steps().
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct PlanOptions {
   std::string workload;  // --workload prompt=P,output=O,concurrency=C
   std::string body;      // --body FILE ("-": standard input): bodies of the user's own, for the replay check
   std::string slo;       // --slo NAME=LIMIT,...: the limits a load level's goodput counts requests against
+  bool idle_endpoint = false;  // --idle-endpoint: nothing runs inside the idle gaps (RunPlan::idle_endpoint)
 };
 
 struct RunPlan {
@@ -44,7 +46,17 @@ struct RunPlan {
   // flight ends at it. The exporter bounds a scheduled run by the target's interval.
   std::chrono::seconds run_timeout{0};
   Workload workload;  // the reference request findings are priced on
+  // The idle gaps of a check that waits by design (the cold-start check's) are idle for its model,
+  // not for the run: a check that sends nothing to a model (Check::runs_in_idle) is held for them.
+  // True keeps them idle for the whole endpoint, for a gateway that scales to zero as a whole.
+  bool idle_endpoint = false;
 };
+
+// The check `plan.checks[i]` is held for, to run inside its idle gaps: the first later check that
+// waits by design, when check i runs in idle and the plan lets it; else nothing (it runs in turn).
+std::optional<std::size_t> idle_host(const RunPlan& plan, std::size_t i);
+// "path runs inside coldstart's idle gaps (...)", or empty when nothing is held.
+std::string idle_line(const RunPlan& plan);
 
 // The text of the bodies --body names: a file, or standard input for "-"; an error when it cannot
 // be read or is empty.

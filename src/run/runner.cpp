@@ -34,9 +34,20 @@ results::RunResult begin_run(checks::CheckContext& ctx) {
   return out;
 }
 
-// `run_deadline`: the run's own (RunPlan::run_timeout), or nothing.
-void run_one(const checks::Check& check, const RunPlan& plan, const Side& side, results::RunResult& out, int n, int m,
-             std::optional<core::SteadyTime> run_deadline) {
+// A check held for a later check's idle gaps (RunPlan::idle_endpoint), with its place in the run.
+struct Held {
+  const checks::Check* check;
+  int n;
+  bool in_idle = true;  // false once it did not fit a gap: it runs in full after its host
+};
+
+// Runs `check` and returns its result. `run_deadline`: the run's own (RunPlan::run_timeout), or
+// nothing. `cap`: the end of the idle gap it runs in, or nothing; `cut` is set when it was still
+// running at the cap (its result then says less than a run in full would, and is not kept).
+// `held`: the checks waiting for this one's idle gaps, each run inside them while they fit.
+checks::CheckResult run_one(const checks::Check& check, const RunPlan& plan, const Side& side, results::RunResult& out,
+                            int n, int m, std::optional<core::SteadyTime> run_deadline, std::vector<Held>* held = nullptr,
+                            std::optional<core::SteadyTime> cap = std::nullopt, bool* cut = nullptr) {
   checks::CheckContext& ctx = *side.ctx;
   const std::string& id = check.info().id;
   if (side.progress) side.progress->check(n, m, id);
@@ -45,7 +56,7 @@ void run_one(const checks::Check& check, const RunPlan& plan, const Side& side, 
     r.status = checks::CheckStatus::Skipped;
     r.error = error;
     r.reason = reason;
-    out.checks.push_back(std::move(r));
+    return r;
   };
   if (core::interrupted())
     return skip("interrupted", std::string("not started: the run was interrupted (") + core::interrupt_name() + ")");
@@ -56,7 +67,35 @@ void run_one(const checks::Check& check, const RunPlan& plan, const Side& side, 
   const auto t0 = ctx.clock().now();
   auto deadline = t0 + plan.check_timeout + check.planned_wait();
   if (run_deadline) deadline = std::min(deadline, *run_deadline);
+  const auto own_deadline = deadline;
+  if (cap) deadline = std::min(deadline, *cap);
   ctx.set_deadline(deadline);
+  // Inside each idle wait, the held checks that still fit run one after another, each ending by
+  // the wait's end; then the wait goes on as this check's again.
+  bool hosting = false;  // a held check's own waits host nothing
+  if (held)
+    ctx.set_idle_host([&, held](core::SteadyTime until) {
+      if (hosting) return;
+      hosting = true;
+      bool ran = false;
+      for (auto& h : *held) {
+        if (!h.in_idle || ctx.clock().now() >= until || core::interrupted()) continue;
+        h.in_idle = false;
+        bool was_cut = false;
+        checks::CheckResult r = run_one(*h.check, plan, side, out, h.n, m, run_deadline, nullptr, until, &was_cut);
+        ran = true;
+        if (was_cut) continue;  // runs again after this check, in full
+        r.details["ran_inside"] = id;
+        out.checks.push_back(std::move(r));
+        h.check = nullptr;
+      }
+      std::erase_if(*held, [](const Held& h) { return h.check == nullptr; });
+      hosting = false;
+      if (!ran) return;
+      ctx.set_deadline(deadline);
+      side.pacer->set_current_check(id);
+      if (side.progress) side.progress->check(n, m, id);
+    });
   checks::CheckResult r;
   try {
     r = check.run(ctx);
@@ -65,9 +104,11 @@ void run_one(const checks::Check& check, const RunPlan& plan, const Side& side, 
     r = checks::CheckResult::start(id);
     r.fail(core::make_error(core::ErrorCode::Internal, "the check failed unexpectedly", ex.what()));
   }
+  if (held) ctx.set_idle_host(nullptr);
   r.id = id;
   r.duration_ms = core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
-  out.checks.push_back(std::move(r));
+  if (cut) *cut = cap && *cap < own_deadline && ctx.clock().now() >= *cap;
+  return r;
 }
 
 void end_run(const RunPlan& plan, const Side& side, results::RunResult& out) {
@@ -145,15 +186,36 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
   std::vector<std::optional<core::SteadyTime>> deadlines;
   for (const auto& side : sides)
     deadlines.push_back(plan.run_timeout.count() > 0 ? std::optional(side.ctx->clock().now() + plan.run_timeout) : std::nullopt);
-  std::size_t turn = 0;
-  for (const auto& check : plan.checks) {
+  const int m = static_cast<int>(plan.checks.size());
+  std::vector<std::vector<Held>> held(sides.size());  // per side, the checks held for the next idle gaps
+  for (std::size_t turn = 0; turn < plan.checks.size(); ++turn) {
+    const checks::Check& check = *plan.checks[turn];
+    const int n = static_cast<int>(turn + 1);
+    if (idle_host(plan, turn)) {
+      for (auto& h : held) h.push_back({&check, n});
+      continue;
+    }
     for (std::size_t k = 0; k < sides.size(); ++k) {
       const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
-      run_one(*check, plan, sides[i], out[i], static_cast<int>(turn + 1), static_cast<int>(plan.checks.size()), deadlines[i]);
-      if (sides[i].engine) sides[i].engine->scrape(sides[i].ctx->http(), check->info().id);
+      const bool hosts = !held[i].empty() && check.planned_wait().count() > 0;
+      out[i].checks.push_back(run_one(check, plan, sides[i], out[i], n, m, deadlines[i], hosts ? &held[i] : nullptr));
+      if (sides[i].engine) sides[i].engine->scrape(sides[i].ctx->http(), check.info().id);
+      if (!hosts) continue;
+      // What did not run inside the gaps (they were too short, or the check waited none) runs now.
+      for (const auto& h : held[i]) out[i].checks.push_back(run_one(*h.check, plan, sides[i], out[i], h.n, m, deadlines[i]));
+      held[i].clear();
     }
-    ++turn;
   }
+  // Results in the plan's order, whichever ran inside another's gaps.
+  for (auto& r : out)
+    std::stable_sort(r.checks.begin(), r.checks.end(), [&](const checks::CheckResult& a, const checks::CheckResult& b) {
+      const auto at = [&](const std::string& id) {
+        for (std::size_t i = 0; i < plan.checks.size(); ++i)
+          if (plan.checks[i]->info().id == id) return i;
+        return plan.checks.size();
+      };
+      return at(a.id) < at(b.id);
+    });
   for (std::size_t i = 0; i < sides.size(); ++i) end_run(plan, sides[i], out[i]);
   return out;
 }

@@ -146,6 +146,7 @@ void Session::announce() const {
   const std::string line = plan_line(planned, subject_.max_requests);
   if (line.empty()) return;
   say("", line);
+  if (const std::string idle = idle_line(options_.plan); !idle.empty()) say("", "plan: " + idle);
   if (planned_cost(planned).requests > subject_.max_requests)
     say("warning", "the plan needs more requests than the budget; checks stop when it is spent");
 }

@@ -240,4 +240,47 @@ TEST_CASE("the plan line states the model requests the run then sends, for any c
   }
 }
 
+TEST_CASE("run: the path check runs inside the cold-start check's idle gap, and in its own turn with --idle-endpoint or when it does not fit") {
+  // The path check's 20 TCP connects and echoes 50 ms apart take about 2 s on loopback. Inside a
+  // 3 s gap it costs the run nothing: the checks' durations add up to more than the run took, by
+  // the path check's. With --idle-endpoint they add up to the run. In a 0.5 s gap it does not fit:
+  // it is cut at the gap's end, the gap stays 0.5 s, and it runs again in full after the check.
+  struct Case {
+    std::vector<std::string> args;
+    const char* what;
+  };
+  for (const auto& c : {Case{{"--idle-gaps", "0,3"}, "inside"}, Case{{"--idle-gaps", "0,3", "--idle-endpoint"}, "own turn"},
+                        Case{{"--idle-gaps", "0,0.5"}, "too short"}}) {
+    CAPTURE(c.what);
+    auto server = test::start_fake(kHealthy);
+    std::vector<std::string> args = {"--base-url", server->base_url(), "--model", "big", "--checks", "path,transport,coldstart",
+                                     "--set", "path.samples=20", "--json", "-"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto t0 = core::SteadyClock::now();
+    const auto r = run(args);
+    const double wall_s = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& path = j["checks"]["path"];
+    REQUIRE(path["status"] == "ok");
+    CHECK(path["metrics"]["tcp_rtt_samples_count"] == 20);  // in full, wherever it ran
+    const auto seconds = [&](const char* id) { return j["checks"][id]["duration_ms"].get<double>() / 1000.0; };
+    const double path_s = seconds("path"), overlap_s = path_s + seconds("transport") + seconds("coldstart") - wall_s;
+    MESSAGE(std::string(c.what) << ": path " << path_s << " s, run " << wall_s << " s, overlap " << overlap_s << " s");
+    CHECK(path_s > 1.0);
+    const bool inside = std::string(c.what) == "inside";
+    CHECK(path["details"].contains("ran_inside") == inside);
+    if (inside) {
+      CHECK(path["details"]["ran_inside"] == "coldstart");
+      CHECK(overlap_s > path_s - 0.5);
+      CHECK(r.err.find("path runs inside coldstart's idle gaps") != std::string::npos);
+    } else {
+      CHECK(overlap_s < 0.5 * path_s);
+    }
+    if (std::string(c.what) == "own turn") CHECK(r.err.find("runs inside") == std::string::npos);
+    if (std::string(c.what) == "too short") CHECK(seconds("coldstart") < 0.5 + 0.5 * path_s);  // the gap did not grow
+  }
+}
+
 }  // namespace infdoctor
