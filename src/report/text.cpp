@@ -189,6 +189,9 @@ std::string render_text(const results::RunResult& r) {
     if (!r.unreachable.empty() && c.status != checks::CheckStatus::Ok &&
         (headline.find(r.unreachable) != std::string::npos || c.error == "model_unreachable"))
       headline = "not measured: the model could not be reached (above)";
+    // Its time is also in the time of the check whose idle gaps it ran in.
+    if (const auto host = c.details.find("ran_inside"); host != c.details.end() && host->is_string())
+      headline += " (ran inside " + host->get<std::string>() + "'s idle gaps)";
     core::appendf(out, "  %-14s %-8s %9s  %s\n", c.id.c_str(), std::string(checks::status_name(c.status)).c_str(), took,
         headline.c_str());
   }

@@ -275,6 +275,9 @@ TEST_CASE("run: the path check runs inside the cold-start check's idle gap, and 
       CHECK(path["details"]["ran_inside"] == "coldstart");
       CHECK(overlap_s > path_s - 0.5);
       CHECK(r.err.find("path runs inside coldstart's idle gaps") != std::string::npos);
+      const auto text = run({"--base-url", server->base_url(), "--model", "big", "--checks", "path,coldstart", "--idle-gaps",
+                             "0,1", "--set", "path.samples=3"});
+      CHECK(text.out.find("(ran inside coldstart's idle gaps)") != std::string::npos);
     } else {
       CHECK(overlap_s < 0.5 * path_s);
     }
