@@ -49,14 +49,16 @@ TEST_CASE("decode_ms_per_1k_context: time per token grows with the prompt") {
 }
 
 TEST_CASE("decode_ms_per_1k_output: a long answer's pace slows as it goes") {
-  // Token k after the first costs 3 ms + 20 ms x k / 1000: over n tokens the mean is 3 + 0.02 x n / 2.
-  auto server = test::start_fake(R"({"models": {"m": {"decode_ms_per_token": 3, "decode_ms_per_1k_output": 20}}})");
+  // Token k after the first costs 10 ms + 50 ms x k / 1000: over n tokens the mean is 10 + 0.05 x n / 2.
+  // (At 3 ms a token a late first token, its gaps caught up after it, moved a 20-token answer's
+  // pace by 0.5 ms in a suite beside a sanitizer build: a tenth of 10 ms holds twice that.)
+  auto server = test::start_fake(R"({"models": {"m": {"decode_ms_per_token": 10, "decode_ms_per_1k_output": 50}}})");
   const auto short_answer = ask(*server, 10, 20);
-  const auto long_answer = ask(*server, 10, 300);
+  const auto long_answer = ask(*server, 10, 200);
   REQUIRE(short_answer.ok);
   REQUIRE(long_answer.ok);
-  CHECK(*short_answer.tpot_ms == doctest::Approx(3 + 0.02 * 20 / 2).epsilon(0.1 * test::kTimingSlack));
-  CHECK(*long_answer.tpot_ms == doctest::Approx(3 + 0.02 * 300 / 2).epsilon(0.1 * test::kTimingSlack));
+  CHECK(*short_answer.tpot_ms == doctest::Approx(10 + 0.05 * 20 / 2).epsilon(0.1 * test::kTimingSlack));
+  CHECK(*long_answer.tpot_ms == doctest::Approx(10 + 0.05 * 200 / 2).epsilon(0.1 * test::kTimingSlack));
 }
 
 TEST_CASE("batch_decode_penalty: sequences decoding together each run slower per token") {
