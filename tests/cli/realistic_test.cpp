@@ -257,8 +257,10 @@ TEST_CASE("realistic: answers that all stop early still measure decode, and the 
 
 namespace {
 // A pair on one fleet of three replicas behind a balancer, the first `factor` times slower, with
-// `more` on both models; the baseline and nothing else, 14 requests a model.
-nlohmann::json replica_run(double factor, const std::string& header, const std::string& more = "", int samples = 14) {
+// `more` on both models; the baseline and nothing else, 14 requests a model of its 64 tokens
+// unless said.
+nlohmann::json replica_run(double factor, const std::string& header, const std::string& more = "", int samples = 14,
+                           int max_tokens = 64) {
   const std::string replicas = R"(, "replicas": {"count": 3, "slow_factor": )" + std::to_string(factor) +
                                (header.empty() ? "" : R"(, "header": ")" + header + "\"") + "}" + more;
   auto server = test::start_fake(R"({"models": {"Llama-3.1-8B-Instruct": {"overhead_ms": 25, "prefill_ms_per_token": 0.01,
@@ -266,7 +268,8 @@ nlohmann::json replica_run(double factor, const std::string& header, const std::
       "prefill_ms_per_token": 0.05, "decode_ms_per_token": 11.4, "jitter_ms": 6)" + replicas + "}}, \"seed\": " +
                                  std::to_string(std::uniform_int_distribution<int>(1, 1 << 30)(rng())) + "}");
   return run_pair(*server, "Llama-3.1-70B-Instruct", "Llama-3.1-8B-Instruct",
-                  {"--checks", "baseline", "--set", "baseline.samples=" + std::to_string(samples)});
+                  {"--checks", "baseline", "--set", "baseline.samples=" + std::to_string(samples), "--set",
+                   "baseline.max_tokens=" + std::to_string(max_tokens)});
 }
 }  // namespace
 
@@ -313,14 +316,15 @@ TEST_CASE("realistic: one slow replica of three is named by its interleaving, wi
 namespace {
 // Slowness that follows the clock: for `during` of every `every` seconds on each model at its own
 // phase, `factor` times slower, behind three replicas all alike (a factor of 1), named in `header`
-// or not. The baseline alone, 24 requests a model unless said. The run must call it a neighbour
-// and never a replica; the metrics are returned for the test's own reading.
-nlohmann::json neighbour_run(double every, double during, double factor, const std::string& header, int samples = 24) {
+// or not. The baseline alone, 24 requests a model of 64 tokens unless said. The run must call it a
+// neighbour and never a replica; the metrics are returned for the test's own reading.
+nlohmann::json neighbour_run(double every, double during, double factor, const std::string& header, int samples = 24,
+                             int max_tokens = 64) {
   MESSAGE("planted: for " << during << " s of every " << every << " s, " << factor << " times slower, replicas "
                           << (header.empty() ? "unnamed" : "named in " + header));
   const std::string burst = R"(, "slow_every_s": )" + std::to_string(every) + R"(, "slow_for_s": )" + std::to_string(during) +
                             R"(, "slow_factor": )" + std::to_string(factor);
-  auto j = replica_run(1, header, burst, samples);
+  auto j = replica_run(1, header, burst, samples, max_tokens);
   CAPTURE(findings_of(j));
   CAPTURE(j["run"]["metrics"].dump());
   const auto top = top_cause(j);
@@ -342,14 +346,20 @@ TEST_CASE("realistic: a neighbour's bursts behind the same three replicas stay a
 }
 
 TEST_CASE("realistic: a neighbour's bursts as short as the answers are told from a replica by the streams they turn") {
-  // Bursts of 3-4 s every 6-8 s over answers of 1.5 s (4-6 s when slowed): each burst holds one
-  // or two of a model's requests, so their order looks like chance (stats/series_test.cpp), and no
-  // replica is named. The bursts begin and end inside streams: those turn. At 3-4 times slower for
-  // 40-65 % of the time the slow requests clear noisy.slow_periods' share (one in twenty at 95 %);
-  // shorter, shallower bursts slow too few requests in full to be a finding at all (2.4 s of every
-  // 9.4 s at 2.8 times: 8 % slow, its bound 3 %), whichever cause they would be.
-  // 36 requests a model: about twenty burst edges, enough that two fall inside streams.
-  const auto j = neighbour_run(draw(6, 8), draw(3, 4), draw(3, 4), "", 36);
+  // Bursts of 3-4 s every 6-8 s over the 70B's answers of 1.5 s (4-6 s when slowed: 128 tokens),
+  // so their order looks like chance (stats/series_test.cpp), and no replica is named. At 3-4
+  // times slower for 40-65 % of the time the slow requests clear noisy.slow_periods' share (one in
+  // twenty at 95 %); shorter, shallower bursts slow too few requests in full to be a finding at
+  // all (2.4 s of every 9.4 s at 2.8 times: 8 % slow, its bound 3 %), whichever cause they would be.
+  // The edges are not independent draws: requests sent one at a time lock onto a periodic burst
+  // (a stream a burst ends in ends only 1/factor s later for each second later it began, so an
+  // offset shrinks by that factor each period), and every period puts its edges at one place.
+  // At the baseline's 64 tokens (0.77 s, 2.8 s slowed) that place lay within kTurnMinGaps of a
+  // stream's end in about 4 % of draws (seed 106310522: every burst ended 3-4 gaps into a 70B
+  // stream, which turned 0.53-0.58, none counted). At 128 tokens a slowed 70B answer outlasts
+  // the burst, so no 70B stream hides inside one, and the margins are a fifth of a stream, not
+  // two fifths: a simulation of these draws turned 8 streams or more in each of 2,000.
+  const auto j = neighbour_run(draw(6, 8), draw(3, 4), draw(3, 4), "", 24, 128);
   const auto& m = j["run"]["metrics"];
   CHECK(m["turned_slow_count"].get<double>() + m["turned_fast_count"].get<double>() >= 2);
 }
