@@ -109,6 +109,15 @@ std::optional<BundleStore::Slot> BundleStore::begin(const std::string& target,
 std::string BundleStore::finish(const std::string& target, const Slot& slot, const Kept& kept, std::string& error) const {
   std::error_code ec;
   if (!fs::exists(slot.staging, ec)) return {};  // the run wrote none (it could not start)
+  // The oldest go before the new one is kept, so that no moment finds more than `keep_` of the
+  // target's bundles on disk (a scrape of the disk, or a full one, counts what is there now).
+  const fs::path dir = fs::path(dir_) / target;
+  const auto stamps = stamps_in(dir);
+  const std::size_t room = static_cast<std::size_t>(std::max(keep_, 1)) - 1;
+  for (std::size_t i = 0; i + room < stamps.size(); ++i) {
+    fs::remove_all(dir / stamps[i], ec);
+    fs::remove(dir / (stamps[i] + kKeptSuffix), ec);
+  }
   {
     // Before the rename: a listing that shows the bundle can say why it is there.
     std::ofstream why(slot.kept + kKeptSuffix, std::ios::trunc);
@@ -120,15 +129,8 @@ std::string BundleStore::finish(const std::string& target, const Slot& slot, con
     fs::remove(slot.kept + kKeptSuffix, ec);
     return {};
   }
-  // The newest `keep_` stay; what a run cut off by a crash left half written goes (no run of the
-  // target is in progress now), and so does a note whose bundle is gone.
-  const fs::path dir = fs::path(dir_) / target;
-  const auto stamps = stamps_in(dir);
-  const std::size_t keep = static_cast<std::size_t>(std::max(keep_, 1));
-  for (std::size_t i = 0; i + keep < stamps.size(); ++i) {
-    fs::remove_all(dir / stamps[i], ec);
-    fs::remove(dir / (stamps[i] + kKeptSuffix), ec);
-  }
+  // What a run cut off by a crash left half written goes (no run of the target is in progress
+  // now), and so does a note whose bundle is gone.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     const bool note = name.size() > std::strlen(kKeptSuffix) && name.ends_with(kKeptSuffix);

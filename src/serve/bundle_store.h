@@ -59,8 +59,10 @@ class BundleStore {
   // of the target started in the same second.
   std::optional<Slot> begin(const std::string& target,
                             std::chrono::system_clock::time_point started = std::chrono::system_clock::now()) const;
-  // Gives the bundle its stamp, notes why it was kept, and keeps the target's newest; the kept
-  // path, or "" with `error` set when the bundle could not be kept (or the run wrote none).
+  // Gives the bundle its stamp, notes why it was kept, and keeps the target's newest: the oldest
+  // goes first, so the disk never holds more than `keep` of the target's bundles (one that then
+  // cannot be kept has cost the oldest). The kept path, or "" with `error` set when the bundle
+  // could not be kept (or the run wrote none).
   std::string finish(const std::string& target, const Slot& slot, const Kept& kept, std::string& error) const;
   // Removes what a run wrote that is not kept (a run the exporter's shutdown cut short).
   void discard(const Slot& slot) const;

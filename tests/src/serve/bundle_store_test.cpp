@@ -1,7 +1,12 @@
 // Which of a probe target's bundles are worth keeping, held without waiting: two hours of runs a
 // minute apart, the hour of --probe-bundle-every's default passing as numbers.
 #include <doctest/doctest.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -65,6 +70,64 @@ TEST_CASE("serve: a probe bundle's reason says what the run told") {
   CHECK_FALSE(probe_bundle_worth_keeping(h, info, core::kExitOk, now + 1min, 1h));
   // 0 keeps every run's.
   CHECK(probe_bundle_worth_keeping(h, healthy_run(), core::kExitOk, now, 0s));
+}
+
+// How many kept bundles a target's directory held at most, replayed from what inotify saw happen
+// in it: a bundle's directory appearing (renamed in) or going (removed).
+struct BundleCounter {
+  int fd = ::inotify_init1(IN_NONBLOCK);
+  int now = 0, most = 0;
+  BundleCounter(const std::string& dir, int already) : now(already), most(already) {
+    ::inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM);
+  }
+  ~BundleCounter() { ::close(fd); }
+  void drain() {
+    alignas(inotify_event) char buf[64 * 1024];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+      for (char* p = buf; p < buf + n;) {
+        const auto* e = reinterpret_cast<const inotify_event*>(p);
+        p += sizeof(inotify_event) + e->len;
+        const std::string name = e->len > 0 ? e->name : "";
+        if (!(e->mask & IN_ISDIR) || name.empty() || name[0] == '.') continue;  // a note, or one being written
+        now += (e->mask & (IN_CREATE | IN_MOVED_TO)) ? 1 : -1;
+        most = std::max(most, now);
+      }
+  }
+};
+
+TEST_CASE("serve: a target never has more than --keep-bundles bundles on disk, not even while its newest is kept") {
+  char tmpl[] = "/tmp/infdoctor-bundles-XXXXXX";
+  const std::string root = ::mkdtemp(tmpl);
+  for (const int keep : {1, 3, 5}) {
+    CAPTURE(keep);
+    const std::string target = "llama-70b-" + std::to_string(keep);
+    const BundleStore store(root, keep);
+    const auto t0 = std::chrono::system_clock::time_point{} + std::chrono::hours(24 * 365 * 57);
+    REQUIRE(store.begin(target, t0));  // makes the target's directory
+    BundleCounter counter(root + "/" + target, 0);
+    REQUIRE(counter.fd >= 0);
+    std::vector<std::string> written;
+    for (int run = 0; run < keep + 4; ++run) {
+      const auto slot = store.begin(target, t0 + std::chrono::seconds(run));
+      REQUIRE(slot);
+      std::filesystem::create_directories(slot->staging);
+      std::ofstream(slot->staging + "/results.json") << "{}\n";
+      std::string error;
+      CHECK(store.finish(target, *slot, Kept{"periodic", "a test"}, error) == slot->kept);
+      CHECK(error.empty());
+      written.push_back(std::filesystem::path(slot->kept).filename().string());
+      counter.drain();
+    }
+    CHECK(counter.most == keep);
+    CHECK(counter.now == keep);
+    // The newest are the ones kept.
+    std::vector<std::string> left;
+    for (const auto& e : std::filesystem::directory_iterator(root + "/" + target))
+      if (e.is_directory()) left.push_back(e.path().filename().string());
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>(written.end() - keep, written.end()));
+  }
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
