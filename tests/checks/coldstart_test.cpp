@@ -79,6 +79,39 @@ TEST_CASE("coldstart: a model that never goes cold waits the longest gap only, a
   CHECK(waited_s == doctest::Approx(20 + 5 * 0.08).epsilon(0.01));  // one gap and five requests, not 37 s of gaps
 }
 
+TEST_CASE("coldstart: when the longest gap's request fails, two shorter cold gaps show the state, and the note says so") {
+  // Cold after 4 s idle; the request after the longest gap (the run's fifth) is refused.
+  test::FakeClock clock;
+  core::SteadyTime last_end = clock.now();
+  int n = 0;
+  test::ScriptedModel model(clock, [&](const api::ChatRequest&, core::SteadyTime now) {
+    const double idle_s = core::to_ms(core::elapsed_us(last_end, now)) / 1000.0;
+    api::RequestSample s = test::answered(idle_s >= 4 ? 3080 : 80, idle_s >= 4 ? 3080 : 80);
+    if (++n == 5) {
+      s.ok = false;
+      s.http_status = 503;
+      s.ttft_ms.reset();
+      s.first_event_ms.reset();
+    }
+    last_end = now + std::chrono::microseconds(static_cast<long long>(s.total_ms.value_or(0) * 1000));
+    return s;
+  });
+  test::CheckSetup setup{"http://127.0.0.1:9/v1", {{"coldstart.idle_gaps", "0,2,5,10,15,20"}}, "", {"m", ""}};
+  setup.ports.model = &model;
+  setup.ports.clock = &clock;
+  const auto c = test::run_check("coldstart", setup);
+  REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+  CHECK(test::metric(c, "gaps_count") == 3);  // 2 s warm, 5 and 10 s cold
+  CHECK(test::metric(c, "cold_gaps_count") == 2);
+  CHECK(test::metric(c, "threshold_s") == 5);
+  CHECK(test::metric(c, "threshold_low_s") == 2);
+  CHECK(c.details["not_waited_s"] == nlohmann::json::array({15}));
+  REQUIRE(c.tables.size() == 1);
+  const std::string& note = c.tables.front().note;
+  CHECK(note.find("the longest gap's request failed") != std::string::npos);
+  CHECK(note.find("the longest were both cold") == std::string::npos);
+}
+
 TEST_CASE("coldstart: a lone slow request among warm ones is a spike, not a cold start, wherever it falls") {
   // A heavy tail: one request after the first, drawn at random, takes 2-6 times the base; the
   // model never goes cold. On the longest gap (the first one waited) the spike makes the shorter
