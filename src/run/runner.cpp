@@ -1,6 +1,7 @@
 #include "run/runner.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -38,6 +39,7 @@ results::RunResult begin_run(checks::CheckContext& ctx) {
 struct Held {
   const checks::Check* check;
   int n;
+  std::size_t host;  // the turn of the check whose idle gaps it runs in (idle_host)
   bool in_idle = true;  // false once it did not fit a gap: it runs in full after its host
 };
 
@@ -191,13 +193,13 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
   for (std::size_t turn = 0; turn < plan.checks.size(); ++turn) {
     const checks::Check& check = *plan.checks[turn];
     const int n = static_cast<int>(turn + 1);
-    if (idle_host(plan, turn)) {
-      for (auto& h : held) h.push_back({&check, n});
+    if (const auto host = idle_host(plan, turn)) {
+      for (auto& h : held) h.push_back({&check, n, *host});
       continue;
     }
     for (std::size_t k = 0; k < sides.size(); ++k) {
       const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
-      const bool hosts = !held[i].empty() && check.planned_wait().count() > 0;
+      const bool hosts = !held[i].empty() && held[i].front().host == turn;
       out[i].checks.push_back(run_one(check, plan, sides[i], out[i], n, m, deadlines[i], hosts ? &held[i] : nullptr));
       if (sides[i].engine) sides[i].engine->scrape(sides[i].ctx->http(), check.info().id);
       if (!hosts) continue;
@@ -207,12 +209,13 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
     }
   }
   // Results in the plan's order, whichever ran inside another's gaps.
+  std::map<std::string, std::size_t> turn_of;
+  for (std::size_t i = 0; i < plan.checks.size(); ++i) turn_of.emplace(plan.checks[i]->info().id, i);
   for (auto& r : out)
     std::stable_sort(r.checks.begin(), r.checks.end(), [&](const checks::CheckResult& a, const checks::CheckResult& b) {
       const auto at = [&](const std::string& id) {
-        for (std::size_t i = 0; i < plan.checks.size(); ++i)
-          if (plan.checks[i]->info().id == id) return i;
-        return plan.checks.size();
+        const auto it = turn_of.find(id);
+        return it == turn_of.end() ? plan.checks.size() : it->second;
       };
       return at(a.id) < at(b.id);
     });
