@@ -192,6 +192,16 @@ void parser_throughput() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (!first.empty() && first.find_first_not_of("0123456789") != std::string::npos)) {
+    const bool help = first == "--help" || first == "-h";
+    if (!help && argc > 2) std::fprintf(stderr, "bench_probe: one argument at most\n");
+    else if (!help) std::fprintf(stderr, "bench_probe: PAIRS is a whole number, not %s\n", first.c_str());
+    std::fprintf(help ? stdout : stderr,
+                 "usage: bench_probe [PAIRS (default 200)]\ninfdoctor's time to first byte and TLS phases against curl's, "
+                 "PAIRS requests each, and the SSE parser's throughput.\n");
+    return help ? 0 : 64;
+  }
   const int pairs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
   // The programs under test sit beside this one's build tree: build/tests/bench_probe -> build/.
   std::string self = argv[0];

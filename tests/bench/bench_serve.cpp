@@ -37,6 +37,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -527,7 +528,39 @@ int fleet(int argc, char** argv) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: bench_serve [--minutes 60] [--quick-interval 600] [--probe-interval 60] [--scrape 15]\n"
+    "       bench_serve --targets 1000 [--minutes 30] [--interval 60] [--scrape 15] [--row 5]\n"
+    "                   [--keep-bundles 5] [--bundle-every 1h] [--check]\n"
+    "The first: what infdoctor serve costs its host over an hour of scheduled runs. The second: a fleet of\n"
+    "probe targets against a fake of their own, with --check exiting 1 when a bound is broken. Details at\n"
+    "the top of tests/bench/bench_serve.cpp.\n";
+
+// Every argument a flag of the form it takes (a value after it, or --check alone); otherwise what
+// is wrong, so that a mistyped flag never starts an hour of runs with its defaults.
+std::string bad_argument(int argc, char** argv) {
+  static const std::set<std::string> valued = {"--minutes",  "--quick-interval", "--probe-interval", "--scrape",
+                                                "--targets",  "--interval",       "--row",            "--keep-bundles",
+                                                "--bundle-every"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--check") continue;
+    if (!valued.count(a)) return "unknown argument " + a;
+    if (i + 1 >= argc) return a + " needs a value";
+    ++i;
+  }
+  return "";
+}
+
 int main(int argc, char** argv) {
+  if (flag(argc, argv, "--help") || flag(argc, argv, "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (const auto bad = bad_argument(argc, argv); !bad.empty()) {
+    std::fprintf(stderr, "bench_serve: %s\n%s", bad.c_str(), kUsage);
+    return 64;
+  }
   if (flag(argc, argv, "--targets")) return fleet(argc, argv);
   const double minutes = arg(argc, argv, "--minutes", 60);
   const double quick_every = arg(argc, argv, "--quick-interval", 600);

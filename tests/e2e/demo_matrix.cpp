@@ -28,8 +28,16 @@ std::string driven(const char* variable, const char* built) {
   return other && *other ? other : built;
 }
 
-int main() {
+int main(int argc, char** argv) {
   using namespace infdoctor;
+  if (argc > 1) {
+    const bool help = std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h";
+    std::fprintf(help ? stdout : stderr,
+                 "%susage: demo_matrix (no arguments)\nEvery fault `infdoctor demo` plants, the diagnosis checked; the "
+                 "table goes to build/tests/artifacts/demo_matrix.txt. INFDOCTOR_TEST_BIN drives another binary.\n",
+                 help ? "" : ("demo_matrix: unknown argument " + std::string(argv[1]) + "\n").c_str());
+    return help ? 0 : 64;
+  }
   struct Outcome {
     std::string fault, expected, got, top_ms;
     bool pass = false;

@@ -210,6 +210,15 @@ Outcome run_fault(const Fault& f, const fs::path& work, const std::string& canar
 
 int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
+  const bool known = only.empty() || std::any_of(faults().begin(), faults().end(), [&](const Fault& f) { return f.name == only; });
+  if (argc > 2 || !known) {
+    const bool help = only == "--help" || only == "-h";
+    std::string names;
+    for (const auto& f : faults()) names += "  " + f.name + "\n";
+    std::fprintf(help ? stdout : stderr, "%susage: fault_matrix [FAULT]\nHostile and broken providers against the real binary; one of:\n%s",
+                 help ? "" : ("fault_matrix: no fault named " + only + "\n").c_str(), names.c_str());
+    return help ? 0 : 64;
+  }
   std::random_device rd;
   char hex[33];
   std::snprintf(hex, sizeof hex, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
