@@ -69,6 +69,12 @@ Lab::Lab(Config config) : config_(config) {
   router_ = "infdoctor-r" + id_;
   server_ = "infdoctor-s" + id_;
   const std::string vc = "idc" + id_, vr = "idr" + id_, ta = "ida" + id_, tb = "idb" + id_;
+  // A namespace or link of these names can only be what a killed process that had this pid left
+  // (its destructor never ran): it goes, rather than failing this lab.
+  for (const auto& ns : {client_, router_, server_})
+    if (::access(("/var/run/netns/" + ns).c_str(), F_OK) == 0) (void)sh({"ip", "netns", "del", ns});
+  if (::access(("/sys/class/net/" + vc).c_str(), F_OK) == 0) (void)sh({"ip", "link", "del", vc});
+  error_.clear();
   ok_ = sh({"ip", "netns", "add", client_}) && sh({"ip", "netns", "add", router_}) &&
         sh({"ip", "netns", "add", server_}) &&
         sh({"ip", "link", "add", vc, "type", "veth", "peer", "name", vr}) &&

@@ -2,6 +2,9 @@
 // link must come back as round trips, connect and TLS times; failures as statuses with reasons.
 // Needs root, /dev/net/tun and iproute2; elsewhere each test says why it skips.
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 #include <random>
@@ -88,6 +91,32 @@ double m(const nlohmann::json& j, const std::string& check, const std::string& m
 }
 
 }  // namespace
+
+TEST_CASE("lab: namespaces a killed process with this pid left behind are removed, not a failure") {
+  if (!lab_available()) return;
+  // What a test killed mid-run leaves: the lab's namespaces, named by its pid and lab number. A
+  // later process given the same pid meets them; here this process plants them for its next labs.
+  const std::string pid = std::to_string(::getpid() % 100000);
+  std::vector<std::string> planted;
+  for (int k = 1; k <= 16; ++k)
+    for (const char* role : {"c", "r", "s"}) {
+      const std::string ns = "infdoctor-" + std::string(role) + pid + "x" + std::to_string(k);
+      if (::access(("/var/run/netns/" + ns).c_str(), F_OK) == 0) continue;
+      auto r = net::run_command({"ip", "netns", "add", ns}, 10s);
+      REQUIRE((r.ok() && r->exit_code == 0));
+      planted.push_back(ns);
+    }
+  std::string used;
+  {
+    Lab lab({1, 0, false, 0});
+    CHECK_MESSAGE(lab.ok(), lab.error());
+    used = lab.client_ns();
+  }
+  CHECK(std::find(planted.begin(), planted.end(), used) != planted.end());  // it met a leftover
+  CHECK(::access(("/var/run/netns/" + used).c_str(), F_OK) != 0);          // and its own went with it
+  for (const auto& ns : planted)
+    if (::access(("/var/run/netns/" + ns).c_str(), F_OK) == 0) (void)net::run_command({"ip", "netns", "del", ns}, 10s);
+}
 
 TEST_CASE("lab: 20 ms one-way on the last link is 40 ms of RTT, connect and TLS, and the hop table shows it") {
   if (!lab_available()) return;
