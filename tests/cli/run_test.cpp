@@ -266,13 +266,13 @@ TEST_CASE("run: the path check runs inside the cold-start check's idle gap, and 
     const auto started = core::parse_rfc3339_utc(j["started_at"].get<std::string>());
     const auto finished = core::parse_rfc3339_utc(j["finished_at"].get<std::string>());
     REQUIRE((started && finished));
-    const double wall_s = *finished - *started;
+    const double run_s = *finished - *started;
     const auto& path = j["checks"]["path"];
     REQUIRE(path["status"] == "ok");
     CHECK(path["metrics"]["tcp_rtt_samples_count"] == 20);  // in full, wherever it ran
     const auto seconds = [&](const char* id) { return j["checks"][id]["duration_ms"].get<double>() / 1000.0; };
-    const double path_s = seconds("path"), overlap_s = path_s + seconds("transport") + seconds("coldstart") - wall_s;
-    MESSAGE(std::string(c.what) << ": path " << path_s << " s, run " << wall_s << " s, overlap " << overlap_s << " s");
+    const double path_s = seconds("path"), overlap_s = path_s + seconds("transport") + seconds("coldstart") - run_s;
+    MESSAGE(std::string(c.what) << ": path " << path_s << " s, run " << run_s << " s, overlap " << overlap_s << " s");
     CHECK(path_s > 1.0);
     const bool inside = std::string(c.what) == "inside";
     CHECK(path["details"].contains("ran_inside") == inside);

@@ -77,7 +77,7 @@ TEST_CASE("serve: a probe bundle's reason says what the run told") {
 struct BundleCounter {
   int fd = ::inotify_init1(IN_NONBLOCK);
   int now = 0, most = 0;
-  BundleCounter(const std::string& dir, int already) : now(already), most(already) {
+  explicit BundleCounter(const std::string& dir) {
     ::inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM);
   }
   ~BundleCounter() { ::close(fd); }
@@ -104,7 +104,7 @@ TEST_CASE("serve: a target never has more than --keep-bundles bundles on disk, n
     const BundleStore store(root, keep);
     const auto t0 = std::chrono::system_clock::time_point{} + std::chrono::hours(24 * 365 * 57);
     REQUIRE(store.begin(target, t0));  // makes the target's directory
-    BundleCounter counter(root + "/" + target, 0);
+    BundleCounter counter(root + "/" + target);  // the directory is empty
     REQUIRE(counter.fd >= 0);
     std::vector<std::string> written;
     for (int run = 0; run < keep + 4; ++run) {
