@@ -19,7 +19,7 @@ inline std::string infdoctor_bin() {
 inline std::string fake_bin() { return INFDOCTOR_FAKE_BIN; }
 inline std::string certs_dir() { return INFDOCTOR_TEST_CERTS; }
 inline std::string fixtures_dir() { return INFDOCTOR_FIXTURES; }
-inline std::string ca_pem() { return certs_dir() + "/ca.pem"; }
+inline std::string ca_pem() { return INFDOCTOR_TEST_CERTS "/ca.pem"; }
 
 // A file in a fresh temporary directory, removed with the object.
 class TempFile {
