@@ -9,7 +9,7 @@ namespace infdoctor::http {
 namespace {
 
 std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(INFDOCTOR_FIXTURES) + "/streams/" + name, std::ios::binary);
+  std::ifstream in(std::string(INFDOCTOR_FIXTURES "/streams/") + name, std::ios::binary);
   REQUIRE_MESSAGE(in.good(), "missing fixture " << name);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -13,7 +13,7 @@ namespace infdoctor {
 namespace {
 
 std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(INFDOCTOR_FIXTURES) + "/metrics/" + name);
+  std::ifstream in(std::string(INFDOCTOR_FIXTURES "/metrics/") + name);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
