@@ -134,7 +134,7 @@ class SweepCheck final : public Check {
                        static_cast<long long>(p), prefill_max_tokens_});
     for (double m : max_tokens_)
       steps.push_back({"decode: max_tokens " + std::to_string(static_cast<long long>(m)) +
-                           (repeats_ > 1 ? " (repeated unless the first agrees with the smaller sizes)" : "") +
+                           (repeats_ > 1 ? " (repeated unless the first agrees with the answers before it)" : "") +
                            (m > max_tokens_.front() ? ", unless the answers before it ended by themselves" : "") +
                            (output_reach_ > 0 && m > output_reach_
                                 ? ", or the time per token up to the reference request's " + std::to_string(output_reach_) +
@@ -309,13 +309,25 @@ class SweepCheck final : public Check {
     // A size the check's deadline cannot hold is not sent: at the median time per token and to
     // first token seen so far (the prefill requests' to begin with), it would be cut short.
     std::vector<double> seen_tpot = cy, seen_ttft = py;
-    // Whether the last size sent kept the pace of the sizes before it (its fastest time per token
+    // Whether the last size sent kept the pace of the answers before it (its fastest time per token
     // within 3 MAD or a tenth of their median), and what the two paces were. A pace that changes
     // with the answer's length changes every answer of the size; one slow answer among them is
     // the tail, and with two answers a median is their mean.
     bool steady = false;
     double pace_before = 0, pace_at = 0;
     double last_sent = 0;
+    // The run's earlier answers to the decode prompt, one at a time (the baseline's to the target,
+    // at their default shape): readings of the same prompt, so their first token and pace join the
+    // smaller sizes' in deciding whether a size's first answer needs a repeat, and whether its pace
+    // held (steady, above). They are not points of the fit.
+    std::vector<double> earlier_tpot, earlier_ttft;
+    for (const auto& e : ctx.earlier_requests()) {
+      const api::RequestSample& s = e.sample;
+      if (!s.ok || s.model != ctx.models().target || s.prompt_words != decode_prompt_ || s.in_flight > 1) continue;
+      if (auto t = server_ttft_ms(s)) earlier_ttft.push_back(*t);
+      if (s.tpot_ms) earlier_tpot.push_back(*s.tpot_ms);
+    }
+    if (!earlier_ttft.empty()) out.details["repeats_read_earlier_answers"] = earlier_ttft.size();
     for (double mt : max_tokens_) {
       if (loop.stopped()) break;
       // Past the reference request's output the fit prices nothing the run needs: a longer answer
@@ -327,7 +339,7 @@ class SweepCheck final : public Check {
         out.details["not_sent_beyond"] = {
             {"max_tokens", beyond},
             {"why", "the reference request answers in " + std::to_string(output_reach_) + " tokens, and the fastest time per token at max_tokens " +
-                        format_number(last_sent) + " (" + format_number(pace_at) + " ms) kept the smaller sizes' pace (" +
+                        format_number(last_sent) + " (" + format_number(pace_at) + " ms) kept the pace of the answers before it (" +
                         format_number(pace_before) + " ms): a longer answer would only extend the line"}};
         break;
       }
@@ -340,13 +352,18 @@ class SweepCheck final : public Check {
                                   " s left before the check's deadline (--check-timeout)";
         break;
       }
-      const std::vector<double> tpot_before = tpot, ttft_before = decode_ttft;
+      const std::size_t own_before = tpot.size();
+      std::vector<double> agree_tpot = earlier_tpot, agree_ttft = earlier_ttft;
+      agree_tpot.insert(agree_tpot.end(), tpot.begin(), tpot.end());
+      agree_ttft.insert(agree_ttft.end(), decode_ttft.begin(), decode_ttft.end());
       std::optional<double> first_tpot, first_ttft;
       int answered = 0, ended = 0;  // this size's answers, and those that ended before max_tokens
       for (int rep = 0; rep < repeats_ && !loop.stopped(); ++rep) {
         // Sequential: the repeats of a size go out only while its first request could be a
-        // one-off; one whose pace and first token agree with the sizes before it is not repeated.
-        if (rep == 1 && first_tpot && first_ttft && agrees(tpot_before, *first_tpot) && agrees(ttft_before, *first_ttft)) {
+        // one-off; one whose pace and first token agree with the answers before it is not
+        // repeated (a single token has no pace: its first token alone).
+        if (rep == 1 && first_ttft && (first_tpot ? agrees(agree_tpot, *first_tpot) : mt <= 1) &&
+            agrees(agree_ttft, *first_ttft)) {
           not_repeated.push_back(mt);
           break;
         }
@@ -378,10 +395,10 @@ class SweepCheck final : public Check {
       }
       last_sent = mt;
       steady = false;
-      const std::vector<double> this_size(tpot.begin() + static_cast<std::ptrdiff_t>(tpot_before.size()), tpot.end());
-      if (tpot_before.size() >= 2 && !this_size.empty()) {
-        const double before = *stats::median(tpot_before), now = *std::min_element(this_size.begin(), this_size.end());
-        steady = near(tpot_before, before, now);
+      const std::vector<double> this_size(tpot.begin() + static_cast<std::ptrdiff_t>(own_before), tpot.end());
+      if (agree_tpot.size() >= 2 && !this_size.empty()) {
+        const double before = *stats::median(agree_tpot), now = *std::min_element(this_size.begin(), this_size.end());
+        steady = near(agree_tpot, before, now);
         pace_before = before;
         pace_at = now;
       }
@@ -403,9 +420,9 @@ class SweepCheck final : public Check {
       if (!prompts_not_repeated.empty()) said["prompt_tokens"] = prompts_not_repeated;
       if (!not_repeated.empty()) said["max_tokens"] = not_repeated;
       said["why"] =
-          "the first request's first token and time per token each within 3 MAD or a tenth of what the smaller sizes' "
-          "requests predict for it (their median, or for a prompt the line through them): a repeat would only have "
-          "said it again";
+          "the first request's first token and time per token each within 3 MAD or a tenth of what the requests before "
+          "it predict for it (for a decode size the median of the smaller sizes' and the run's earlier answers to the "
+          "same prompt, for a prompt the line through the smaller sizes'): a repeat would only have said it again";
     }
     out.set(sweep_metric::decode_samples_count, static_cast<double>(dx.size()));
     out.set(sweep_metric::stopped_early_count, stopped_early);

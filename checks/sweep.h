@@ -46,9 +46,10 @@ inline constexpr Setting max_tokens{
     .quick = "1,16,64", .full = "1,32,128,512,1024"};
 inline constexpr Setting repeats{
     .key = "sweep.repeats", .kind = SettingKind::Whole, .def = "2", .lo = 1, .hi = 100,
-    .help = "requests per size; a size whose first request agrees with the smaller sizes' (its time per token "
-            "and first token each within 3 MAD or a tenth of their median, or for a prompt of the line they draw) "
-            "is not repeated",
+    .help = "requests per size; a size whose first request agrees with the answers before it (its time per token "
+            "and first token each within 3 MAD or a tenth of their median: for a decode size the smaller sizes' and "
+            "the run's earlier answers to the same prompt; for a prompt, of the line the smaller sizes draw) is not "
+            "repeated",
     .quick = "1", .full = "3"};
 inline constexpr Setting decode_prompt_tokens{
     .key = "sweep.decode_prompt_tokens", .kind = SettingKind::Whole, .def = "32", .lo = 1, .hi = 100000,

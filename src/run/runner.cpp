@@ -110,6 +110,7 @@ checks::CheckResult run_one(const checks::Check& check, const RunPlan& plan, con
   r.id = id;
   r.duration_ms = core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
   if (cut) *cut = cap && *cap < own_deadline && ctx.clock().now() >= *cap;
+  if (!cut || !*cut) ctx.add_earlier_requests(r.requests);  // a cut result is dropped, and runs again
   return r;
 }
 

@@ -74,6 +74,62 @@ TEST_CASE("sweep: a decode size whose first request agrees with the smaller size
   }
 }
 
+TEST_CASE("sweep: the run's earlier answers to the decode prompt decide a size's repeat with its own, not the fit") {
+  // The baseline's answers to the target go before the sweep in a run, to the same 32-word prompt.
+  // Paces of 20-40 ms a token and 150 ms to the first token, as in the test above: a tenth of each
+  // is above a busy suite's scheduling noise.
+  const double decode = std::uniform_real_distribution<double>(20, 40)(test::rng());
+  const auto model = [](double per_token) {
+    return R"({"models": {"Qwen2.5-7B-Instruct": {"decode_ms_per_token": )" + std::to_string(per_token) +
+           R"(, "overhead_ms": 150, "jitter_ms": 2}}})";
+  };
+  const checks::Models models{"Qwen2.5-7B-Instruct", ""};
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,8,24,64"}, {"sweep.repeats", "2"}};
+  const auto baseline_of = [&](const std::string& scenario, const std::string& prompt_tokens) {
+    auto server = test::start_fake(scenario);
+    const auto b = test::run_check("baseline", test::CheckSetup{server->base_url(),
+                                                                {{"baseline.samples", "5"}, {"baseline.prompt_tokens", prompt_tokens}},
+                                                                "",
+                                                                models});
+    REQUIRE_MESSAGE(b.status == checks::CheckStatus::Ok, b.reason);
+    return b.requests;
+  };
+  auto server = test::start_fake(model(decode));
+  const auto sweep_after = [&](std::vector<checks::LabelledSample> earlier) {
+    test::CheckSetup setup{server->base_url(), settings, "", models};
+    setup.earlier = std::move(earlier);
+    const auto c = test::run_check("sweep", setup);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    return c;
+  };
+  SUBCASE("the same pace: every size once, the fit as before") {
+    const auto c = sweep_after(baseline_of(model(decode), "32"));
+    for (const double mt : {1.0, 8.0, 24.0, 64.0}) {
+      CAPTURE(mt);
+      CHECK(decode_requests_at(c, mt) == 1);
+    }
+    CHECK(c.details["not_repeated"]["max_tokens"] == nlohmann::json({1.0, 8.0, 24.0, 64.0}));
+    CHECK(c.details["repeats_read_earlier_answers"] == 5);
+    CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(decode).epsilon(0.05));
+  }
+  SUBCASE("answers at twice the pace: the sizes with a pace are repeated, a single token (no pace) is not") {
+    const auto c = sweep_after(baseline_of(model(2 * decode), "32"));
+    CHECK(decode_requests_at(c, 1) == 1);
+    for (const double mt : {8.0, 24.0, 64.0}) {
+      CAPTURE(mt);
+      CHECK(decode_requests_at(c, mt) == 2);
+    }
+    CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(decode).epsilon(0.05));
+  }
+  SUBCASE("answers to another prompt are not read: the smaller sizes are repeated as without them") {
+    const auto c = sweep_after(baseline_of(model(decode), "64"));
+    CHECK_FALSE(c.details.contains("repeats_read_earlier_answers"));
+    CHECK(decode_requests_at(c, 1) == 2);
+    CHECK(decode_requests_at(c, 8) == 2);
+  }
+}
+
 TEST_CASE("sweep: a prompt size on the line of the smaller ones is not repeated, one off it is") {
   // Prefill of 0.5-1 ms a token: a tenth of 1,024 tokens' prediction (the bar) is 54-105 ms. The
   // line through 64 and 256 tokens reaches 1,024 at four and a half times their scatter; at 0.2 ms

@@ -159,4 +159,27 @@ TEST_CASE("realistic: a tokenizer that splits words and a chat template: each pr
   MESSAGE("the sweep's largest prompt: " << j["checks"]["sweep"]["metrics"]["max_prompt_tokens_count"] << " tokens by the server's count");
 }
 
+
+TEST_CASE("run: the sweep reads the baseline's answers to its decode prompt for its repeats, and alone sends each size twice") {
+  // One request, several readings: the baseline's five answers to the target are the decode
+  // prompt's (32 words both), so a decode size whose first answer agrees with them goes once.
+  auto server = test::start_fake(pair_with(draw(20, 30), ""));
+  const auto decode_requests = [](const nlohmann::json& sweep) {
+    return std::count_if(sweep["samples"].begin(), sweep["samples"].end(),
+                         [](const nlohmann::json& s) { return s["label"].value("sweep", "") == "decode"; });
+  };
+  const std::vector<std::string> args = {"--base-url", server->base_url(), "--model", kTarget, "--sweep-prompt-tokens", "64",
+                                         "--sweep-max-tokens", "1,16,48", "-s"};
+  auto with = args, alone = args;
+  with.insert(with.end(), {"--checks", "baseline,sweep"});
+  alone.insert(alone.end(), {"--checks", "sweep"});
+  const auto j = run_json({}, with), k = run_json({}, alone);
+  const auto& sweep = j["checks"]["sweep"];
+  CHECK(sweep["details"]["repeats_read_earlier_answers"] == j["checks"]["baseline"]["metrics"]["samples_count"]);
+  CHECK(sweep["details"]["repeats_read_earlier_answers"] == 5);
+  CHECK(decode_requests(sweep) < 6);
+  CHECK_FALSE(k["checks"]["sweep"]["details"].contains("repeats_read_earlier_answers"));
+  CHECK(decode_requests(k["checks"]["sweep"]) == 6);
+}
+
 }  // namespace infdoctor
