@@ -90,7 +90,7 @@ TEST_CASE("sweep: the run's earlier answers to the decode prompt decide a size's
   const auto baseline_of = [&](const std::string& scenario, const std::string& prompt_tokens) {
     auto server = test::start_fake(scenario);
     const auto b = test::run_check("baseline", test::CheckSetup{server->base_url(),
-                                                                {{"baseline.samples", "5"}, {"baseline.prompt_tokens", prompt_tokens}},
+                                                                {{"baseline.samples", "5"}, {"baseline.max_tokens", "32"}, {"baseline.prompt_tokens", prompt_tokens}},
                                                                 "",
                                                                 models});
     REQUIRE_MESSAGE(b.status == checks::CheckStatus::Ok, b.reason);
