@@ -89,10 +89,9 @@ TEST_CASE("sweep: the run's earlier answers to the decode prompt decide a size's
       {"sweep.prompt_tokens", "16"}, {"sweep.max_tokens", "1,24,64"}, {"sweep.repeats", "2"}};
   const auto baseline_of = [&](const std::string& scenario, const std::string& prompt_tokens) {
     auto server = test::start_fake(scenario);
-    const auto b = test::run_check("baseline", test::CheckSetup{server->base_url(),
-                                                                {{"baseline.samples", "5"}, {"baseline.max_tokens", "32"}, {"baseline.prompt_tokens", prompt_tokens}},
-                                                                "",
-                                                                models});
+    const std::vector<std::pair<std::string, std::string>> five = {
+        {"baseline.samples", "5"}, {"baseline.max_tokens", "32"}, {"baseline.prompt_tokens", prompt_tokens}};
+    const auto b = test::run_check("baseline", test::CheckSetup{server->base_url(), five, "", models});
     REQUIRE_MESSAGE(b.status == checks::CheckStatus::Ok, b.reason);
     return b.requests;
   };
