@@ -375,11 +375,12 @@ class CheckContext {
   void set_proxy_addresses(std::vector<std::string> a) { proxy_addresses_ = std::move(a); }
   const Models& models() const { return models_; }
   void set_models(Models m) { models_ = std::move(m); }
-  // The model requests of the checks that ran before this one, as they labelled them: a check may
-  // read one whose shape fits its own as a reading of its own (the sweep's decode, the baseline's
-  // answers to the same prompt). The runner adds each check's requests when it ends.
-  const std::vector<LabelledSample>& earlier_requests() const { return earlier_; }
-  void add_earlier_requests(const std::vector<LabelledSample>& r) { earlier_.insert(earlier_.end(), r.begin(), r.end()); }
+  // The results of the checks that ran before this one in the run, their requests as they labelled
+  // them: a check may read a request whose shape fits its own as a reading of its own (the sweep's
+  // decode, the baseline's answers to the same prompt). The runner points this at the run's result
+  // list while the run goes on; nothing outside a run.
+  const std::vector<CheckResult>& earlier_checks() const { return earlier_ ? *earlier_ : kNoChecks; }
+  void set_earlier_checks(const std::vector<CheckResult>* checks) { earlier_ = checks; }
 
   core::Clock& clock() const { return clock_; }
   HttpPort& http() { return *http_; }
@@ -413,7 +414,8 @@ class CheckContext {
   std::vector<std::string> addresses_, proxy_addresses_, silent_;
   std::optional<std::size_t> pin_;  // the endpoint's pin this context added (set_addresses), by index
   Models models_;
-  std::vector<LabelledSample> earlier_;
+  const std::vector<CheckResult>* earlier_ = nullptr;
+  static inline const std::vector<CheckResult> kNoChecks;
 };
 
 // Time to first token from the moment the request was written to the socket: without connection

@@ -321,12 +321,12 @@ class SweepCheck final : public Check {
     // smaller sizes' in deciding whether a size's first answer needs a repeat, and whether its pace
     // held (steady, above). They are not points of the fit.
     std::vector<double> earlier_tpot, earlier_ttft;
-    for (const auto& e : ctx.earlier_requests()) {
-      const api::RequestSample& s = e.sample;
-      if (!s.ok || s.model != ctx.models().target || s.prompt_words != decode_prompt_ || s.in_flight > 1) continue;
-      if (auto t = server_ttft_ms(s)) earlier_ttft.push_back(*t);
-      if (s.tpot_ms) earlier_tpot.push_back(*s.tpot_ms);
-    }
+    for (const CheckResult& earlier : ctx.earlier_checks())
+      for (const auto& [s, label] : earlier.requests) {
+        if (!s.ok || s.model != ctx.models().target || s.prompt_words != decode_prompt_ || s.in_flight > 1) continue;
+        if (auto t = server_ttft_ms(s)) earlier_ttft.push_back(*t);
+        if (s.tpot_ms) earlier_tpot.push_back(*s.tpot_ms);
+      }
     if (!earlier_ttft.empty()) out.details["repeats_read_earlier_answers"] = earlier_ttft.size();
     for (double mt : max_tokens_) {
       if (loop.stopped()) break;

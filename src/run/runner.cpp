@@ -110,7 +110,6 @@ checks::CheckResult run_one(const checks::Check& check, const RunPlan& plan, con
   r.id = id;
   r.duration_ms = core::to_ms(core::elapsed_us(t0, ctx.clock().now()));
   if (cut) *cut = cap && *cap < own_deadline && ctx.clock().now() >= *cap;
-  if (!cut || !*cut) ctx.add_earlier_requests(r.requests);  // a cut result is dropped, and runs again
   return r;
 }
 
@@ -191,6 +190,7 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
     deadlines.push_back(plan.run_timeout.count() > 0 ? std::optional(side.ctx->clock().now() + plan.run_timeout) : std::nullopt);
   const int m = static_cast<int>(plan.checks.size());
   std::vector<std::vector<Held>> held(sides.size());  // per side, the checks held for the next idle gaps
+  for (std::size_t i = 0; i < sides.size(); ++i) sides[i].ctx->set_earlier_checks(&out[i].checks);
   for (std::size_t turn = 0; turn < plan.checks.size(); ++turn) {
     const checks::Check& check = *plan.checks[turn];
     const int n = static_cast<int>(turn + 1);
@@ -220,7 +220,10 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
       };
       return at(a.id) < at(b.id);
     });
-  for (std::size_t i = 0; i < sides.size(); ++i) end_run(plan, sides[i], out[i]);
+  for (std::size_t i = 0; i < sides.size(); ++i) {
+    sides[i].ctx->set_earlier_checks(nullptr);  // the results leave with the return
+    end_run(plan, sides[i], out[i]);
+  }
   return out;
 }
 

@@ -93,12 +93,12 @@ TEST_CASE("sweep: the run's earlier answers to the decode prompt decide a size's
         {"baseline.samples", "5"}, {"baseline.max_tokens", "32"}, {"baseline.prompt_tokens", prompt_tokens}};
     const auto b = test::run_check("baseline", test::CheckSetup{server->base_url(), five, "", models});
     REQUIRE_MESSAGE(b.status == checks::CheckStatus::Ok, b.reason);
-    return b.requests;
+    return b;
   };
   auto server = test::start_fake(model(decode));
-  const auto sweep_after = [&](std::vector<checks::LabelledSample> earlier) {
+  const auto sweep_after = [&](checks::CheckResult baseline) {
     test::CheckSetup setup{server->base_url(), settings, "", models};
-    setup.earlier = std::move(earlier);
+    setup.earlier = {std::move(baseline)};
     const auto c = test::run_check("sweep", setup);
     REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
     return c;

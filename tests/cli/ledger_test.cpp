@@ -159,7 +159,6 @@ TEST_CASE("realistic: a tokenizer that splits words and a chat template: each pr
   MESSAGE("the sweep's largest prompt: " << j["checks"]["sweep"]["metrics"]["max_prompt_tokens_count"] << " tokens by the server's count");
 }
 
-
 TEST_CASE("run: the sweep reads the baseline's answers to its decode prompt for its repeats, and alone sends each size twice") {
   // One request, several readings: the baseline's five answers to the target are the decode
   // prompt's (32 words both), so a decode size whose first answer agrees with them goes once.

@@ -22,8 +22,8 @@ struct CheckSetup {
   // model port, requests go through a pacer of the run's kind.
   checks::Ports ports = {};
   std::chrono::milliseconds request_timeout{30000};  // each request's (--timeout)
-  // The requests of checks that ran before it in the run (CheckContext::earlier_requests).
-  std::vector<checks::LabelledSample> earlier = {};
+  // The results of checks that ran before it in the run (CheckContext::earlier_checks).
+  std::vector<checks::CheckResult> earlier = {};
 };
 
 inline checks::CheckResult run_check(const std::string& id, const CheckSetup& setup,
@@ -45,7 +45,7 @@ inline checks::CheckResult run_check(const std::string& id, const CheckSetup& se
   checks::CheckContext ctx(target.value(), ep, std::move(ports));
   if (target->host_is_ip) ctx.set_addresses({target->host});
   ctx.set_models(setup.models);
-  ctx.add_earlier_requests(setup.earlier);
+  ctx.set_earlier_checks(&setup.earlier);
   ctx.set_deadline(clock.now() + setup.deadline);
   if (pacer_out) *pacer_out = pacer.get();
   for (const auto& e : checks::registry()) {
