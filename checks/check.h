@@ -471,6 +471,11 @@ class Check {
   // later check needs it first: the run may hold it for the idle gaps of a later check that waits
   // by design (RunPlan::idle_endpoint keeps them idle instead).
   virtual bool runs_in_idle() const { return false; }
+  // Of such a check, whether this run's requests need nothing from it first after all, asked at
+  // its turn (the addresses known): false runs it in its turn. `idle_unless` says when that is,
+  // for the plan; empty when never.
+  virtual bool idle_now(const CheckContext& ctx) const { return true; }
+  virtual std::string idle_unless() const { return ""; }
   // The charts of a result of this check: series of its own points, with axes and units, each
   // point with the request it came from. Read after run() from whatever it returned (a failed or
   // cut-short result too), so a chart with nothing to draw says "not measured" where it stands.

@@ -77,8 +77,9 @@ class PathCheck final : public Check {
         probes_per_hop_(o.whole(path_setting::probes_per_hop)),
         max_addresses_(o.whole(path_setting::max_addresses)) {}
   const CheckInfo& info() const override { return kPathInfo; }
-  // Connects, echoes and TTL-limited probes reach no model; the transport check before it has
-  // already left any address that never answers, so the requests need nothing from it first.
+  // Connects, echoes and TTL-limited probes reach no model; the transport check leaves any
+  // address that never answers before the first model request, so the requests need nothing
+  // from it first.
   bool runs_in_idle() const override { return true; }
   std::vector<Step> plan() const override {
     std::string what = std::to_string(samples_) + " TCP connects (SYN, then close)";

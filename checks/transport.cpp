@@ -75,6 +75,18 @@ class TransportCheck final : public Check {
         max_addresses_(o.whole(transport_setting::max_addresses)),
         path_(o.text(transport_setting::path)) {}
   const CheckInfo& info() const override { return kTransportInfo; }
+  // Connects, handshakes and GETs of the models list reach no model. With more than one address
+  // it goes before the first model request, to leave an address that never answers (the
+  // requests are pinned to the others); with one, or through a proxy, the requests need nothing
+  // from it first and it waits for the idle gaps.
+  bool runs_in_idle() const override { return true; }
+  bool idle_now(const CheckContext& ctx) const override {
+    return api::proxy_route(ctx.endpoint()).has_value() || ctx.addresses().size() <= 1;
+  }
+  std::string idle_unless() const override {
+    return "the host has more than one address (it then goes first, to leave one that never answers before the "
+           "first model request)";
+  }
   std::vector<Step> plan() const override {
     return {{std::to_string(samples_) + " GET " + path_ + " on fresh connections (over https " + std::to_string(samples_ + 1) +
                  " more offering the last TLS session) and " + std::to_string(samples_ + 1) +

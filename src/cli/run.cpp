@@ -89,9 +89,9 @@ void add_plan_flags(CLI::App& cmd, run::PlanOptions& p) {
   cmd.add_option("--sweep-max-tokens", p.max_tokens, "max_tokens values of the decode sweep, e.g. 1,32,128");
   cmd.add_option("--idle-gaps", p.idle_gaps, "idle seconds before the cold-start requests, e.g. 0,5,30,120");
   cmd.add_flag("--idle-endpoint", p.idle_endpoint,
-               "keep the cold-start check's idle gaps idle for the whole endpoint: the path check, which sends "
-               "nothing to a model, runs in its own turn instead of inside them (for a gateway that scales to zero "
-               "as a whole)");
+               "keep the cold-start check's idle gaps idle for the whole endpoint: the path and transport checks "
+               "(connects, TLS handshakes, GETs of the models list: nothing to a model) run in their own turn "
+               "instead of inside them (for a gateway that scales to zero as a whole, where those count as traffic)");
   cmd.add_option("--concurrency", p.concurrency, "parallel stream levels, e.g. 1,2,4,8,16");
   cmd.add_option("--load-levels", p.load_levels,
                  "the load ramp's users at each level, e.g. 5,10,20,50 (with --checks +load; as --set load.levels)");

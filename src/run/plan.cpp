@@ -235,17 +235,21 @@ std::optional<std::size_t> idle_host(const RunPlan& plan, std::size_t i) {
 }
 
 std::string idle_line(const RunPlan& plan) {
-  std::vector<std::string> held;
+  std::vector<std::string> held, unless;
   std::optional<std::size_t> host;
   for (std::size_t i = 0; i < plan.checks.size(); ++i)
     if (const auto h = idle_host(plan, i)) {
-      held.push_back(plan.checks[i]->info().id);
+      const checks::Check& c = *plan.checks[i];
+      held.push_back(c.info().id);
+      if (const std::string u = c.idle_unless(); !u.empty()) unless.push_back(c.info().id + " runs in its own turn when " + u);
       host = h;
     }
   if (!host) return "";
-  return core::join(held, ", ") + " runs inside " + plan.checks[*host]->info().id +
-         "'s idle gaps: it sends nothing to a model, so the model stays idle (--idle-endpoint keeps the whole "
-         "endpoint idle, for a gateway that scales to zero)";
+  return core::join(held, ", ") + (held.size() > 1 ? " run" : " runs") + " inside " + plan.checks[*host]->info().id +
+         "'s idle gaps: " + (held.size() > 1 ? "they send" : "it sends") +
+         " nothing to a model, so the model stays idle (--idle-endpoint keeps the whole endpoint idle, for a gateway "
+         "that scales to zero)" +
+         (unless.empty() ? "" : "; " + core::join(unless, "; "));
 }
 
 std::string plan_line(const std::vector<PlannedStep>& steps, int max_requests) {

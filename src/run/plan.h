@@ -55,7 +55,8 @@ struct RunPlan {
 // The check `plan.checks[i]` is held for, to run inside its idle gaps: the first later check that
 // waits by design, when check i runs in idle and the plan lets it; else nothing (it runs in turn).
 std::optional<std::size_t> idle_host(const RunPlan& plan, std::size_t i);
-// "path runs inside coldstart's idle gaps (...)", or empty when nothing is held.
+// "path, transport run inside coldstart's idle gaps: ...", with when a check runs in its own turn
+// instead (Check::idle_unless), or empty when nothing is held.
 std::string idle_line(const RunPlan& plan);
 
 // The text of the bodies --body names: a file, or standard input for "-"; an error when it cannot

@@ -194,12 +194,14 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
   for (std::size_t turn = 0; turn < plan.checks.size(); ++turn) {
     const checks::Check& check = *plan.checks[turn];
     const int n = static_cast<int>(turn + 1);
-    if (const auto host = idle_host(plan, turn)) {
-      for (auto& h : held) h.push_back({&check, n, *host});
-      continue;
-    }
+    const auto host = idle_host(plan, turn);
     for (std::size_t k = 0; k < sides.size(); ++k) {
       const std::size_t i = (turn + k) % sides.size();  // who goes first rotates from check to check
+      // Held for the idle gaps, unless this side's requests need it first (Check::idle_now).
+      if (host && check.idle_now(*sides[i].ctx)) {
+        held[i].push_back({&check, n, *host});
+        continue;
+      }
       const bool hosts = !held[i].empty() && held[i].front().host == turn;
       out[i].checks.push_back(run_one(check, plan, sides[i], out[i], n, m, deadlines[i], hosts ? &held[i] : nullptr));
       if (sides[i].engine) sides[i].engine->scrape(sides[i].ctx->http(), check.info().id);

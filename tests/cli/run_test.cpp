@@ -241,7 +241,7 @@ TEST_CASE("the plan line states the model requests the run then sends, for any c
   }
 }
 
-TEST_CASE("run: the path check runs inside the cold-start check's idle gap, and in its own turn with --idle-endpoint or when it does not fit") {
+TEST_CASE("run: the path and transport checks run inside the cold-start check's idle gap, and in their own turn with --idle-endpoint or when they do not fit") {
   // The path check's 20 TCP connects and echoes 50 ms apart take about 2 s on loopback. Inside a
   // 3 s gap it costs the run nothing: the checks' durations add up to more than the run took, by
   // the path check's. With --idle-endpoint they add up to the run. In a 0.5 s gap it does not fit:
@@ -278,8 +278,12 @@ TEST_CASE("run: the path check runs inside the cold-start check's idle gap, and 
     CHECK(path["details"].contains("ran_inside") == inside);
     if (inside) {
       CHECK(path["details"]["ran_inside"] == "coldstart");
+      // The host is one address: the transport check has none to leave before the first model
+      // request, and waits for the gaps too.
+      CHECK(j["checks"]["transport"]["details"]["ran_inside"] == "coldstart");
       CHECK(overlap_s > path_s - 0.5);
-      CHECK(r.err.find("path runs inside coldstart's idle gaps") != std::string::npos);
+      CHECK(r.err.find("path, transport run inside coldstart's idle gaps") != std::string::npos);
+      CHECK(r.err.find("transport runs in its own turn when the host has more than one address") != std::string::npos);
       const auto text = run({"--base-url", server->base_url(), "--model", "big", "--checks", "path,coldstart", "--idle-gaps",
                              "0,1", "--set", "path.samples=3"});
       CHECK(text.out.find("(ran inside coldstart's idle gaps)") != std::string::npos);
