@@ -14,6 +14,8 @@
 //   throughput_scaling_ratio = parallelism / max level; latency_growth_ratio = (batch time at max /
 //   batch time at 1) / max level: 1 = served one after another.
 //   The knee is the first level that no higher level beats by 20 % or more in throughput.
+// One stream is the request the run may already have sent alone (the sweep's decode size of the
+// same prompt and output, at the defaults): its answers are that level's, and it is not sent again.
 // Over HTTP/2 a level's streams share one connection; the highest level then runs again with each
 // stream on a connection of its own, and a wait that only the shared connection has is a limit
 // per connection (a gateway's streams per client connection), not the server's slots.
@@ -27,6 +29,7 @@
 #include "checks/check.h"
 #include "checks/concurrency.h"
 #include "checks/registry.h"
+#include "core/json_text.h"
 #include "stats/fit.h"
 
 namespace infdoctor::checks {
@@ -99,7 +102,8 @@ class ConcurrencyCheck final : public Check {
     std::vector<Step> steps;
     for (double l : levels_)
       steps.push_back({std::to_string(static_cast<int>(l)) + (l == 1 ? " stream" : " streams at once") +
-                           (rounds_ > 1 ? ", " + std::to_string(rounds_) + " rounds" : ""),
+                           (rounds_ > 1 ? ", " + std::to_string(rounds_) + " rounds" : "") +
+                           (l == 1 ? " (the run's earlier answers to the same request, sent alone, are read instead)" : ""),
                        static_cast<int>(l) * rounds_, "target", prompt_tokens_, max_tokens_});
     if (!levels_.empty() && levels_.back() > 1)
       steps.push_back({"over HTTP/2 only: " + std::to_string(static_cast<int>(levels_.back())) +
@@ -233,25 +237,45 @@ class ConcurrencyCheck final : public Check {
     Level level;
     level.streams = streams;
     level.own_connections = own_connections;
+    api::ChatRequest req = api::synthetic_request(ctx.models().target, prompt_tokens_, max_tokens_);
+    req.own_connection = own_connections;
+    // One stream on a shared connection is the request the run may have sent already, alone (the
+    // sweep's decode size of the same prompt and output, at the defaults): its answers are this
+    // level's rounds, newest first, and only the rounds they do not cover are sent.
+    const std::vector<ReadAnswer> read = streams == 1 && !own_connections ? earlier_answers(ctx, req) : std::vector<ReadAnswer>{};
+    if (!read.empty()) {
+      nlohmann::json said = nlohmann::json::array();
+      for (std::size_t k = 0; k < read.size() && k < static_cast<std::size_t>(rounds_); ++k)
+        said.push_back({{"check", read[k].check}, {"seq", read[k].sample->seq}, {"request_id", core::text_or_null(read[k].sample->request_id)}});
+      out.details["one_stream_read"] = {
+          {"answers", said},
+          {"why", "the run had sent this request alone already: the same model, prompt, max_tokens, streaming and "
+                  "Accept-Encoding, one in flight"}};
+    }
     for (int round = 0; round < rounds_; ++round) {
-      ctx.progress("concurrency: " + std::to_string(streams) + " parallel streams" +
-                   (own_connections ? ", each on a connection of its own" : ""));
-      api::ChatRequest req = api::synthetic_request(ctx.models().target, prompt_tokens_, max_tokens_);
-      req.own_connection = own_connections;
-      auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(streams), req));
-      if (!r.ok()) {
-        out.fail(r.error());
-        break;
+      const bool was_read = static_cast<std::size_t>(round) < read.size();
+      std::vector<api::RequestSample> batch;
+      if (was_read) {
+        batch.push_back(*read[static_cast<std::size_t>(round)].sample);
+      } else {
+        ctx.progress("concurrency: " + std::to_string(streams) + " parallel streams" +
+                     (own_connections ? ", each on a connection of its own" : ""));
+        auto r = ctx.chat(std::vector<api::ChatRequest>(static_cast<std::size_t>(streams), req));
+        if (!r.ok()) {
+          out.fail(r.error());
+          break;
+        }
+        batch = std::move(r.value());
       }
       double batch_ms = 0;
-      for (const auto& s : r.value())
+      for (const auto& s : batch)
         if (auto t = server_total_ms(s)) batch_ms = std::max(batch_ms, *t);
       level.makespan_ms += batch_ms;
       int failed_here = 0, limited_here = 0;
-      for (const auto& s : r.value()) {
+      for (const auto& s : batch) {
         nlohmann::json label = {{"streams", streams}, {"round", round}};
         if (own_connections) label["own_connections"] = true;
-        out.requests.push_back({s, label});
+        if (!was_read) out.requests.push_back({s, label});
         if (s.http_status > 0) {
           ++level.answered;
           if (s.http_version == "2") ++level.over_http2;
@@ -279,6 +303,23 @@ class ConcurrencyCheck final : public Check {
     }
     if (level.makespan_ms > 0) level.throughput = level.tokens / (level.makespan_ms / 1000.0);
     return level;
+  }
+
+  struct ReadAnswer {
+    std::string check;
+    const api::RequestSample* sample;
+  };
+  // The run's earlier answers to `req` alone (one in flight), newest first, as many as the rounds.
+  std::vector<ReadAnswer> earlier_answers(const CheckContext& ctx, const api::ChatRequest& req) const {
+    std::vector<ReadAnswer> out;
+    const auto& checks = ctx.earlier_checks();
+    for (auto c = checks.rbegin(); c != checks.rend(); ++c)
+      for (auto it = c->requests.rbegin(); it != c->requests.rend(); ++it) {
+        if (static_cast<int>(out.size()) >= rounds_) return out;
+        const api::RequestSample& s = it->sample;
+        if (s.ok && s.in_flight <= 1 && api::same_request(s, req)) out.push_back({c->id, &s});
+      }
+    return out;
   }
 
   std::vector<double> levels_;

@@ -323,7 +323,7 @@ class SweepCheck final : public Check {
     std::vector<double> earlier_tpot, earlier_ttft;
     for (const CheckResult& earlier : ctx.earlier_checks())
       for (const auto& [s, label] : earlier.requests) {
-        if (!s.ok || s.model != ctx.models().target || s.prompt_words != decode_prompt_ || s.in_flight > 1) continue;
+        if (!s.ok || s.model != ctx.models().target || s.asked_prompt_tokens != decode_prompt_ || s.in_flight > 1) continue;
         if (auto t = server_ttft_ms(s)) earlier_ttft.push_back(*t);
         if (s.tpot_ms) earlier_tpot.push_back(*s.tpot_ms);
       }

@@ -317,6 +317,23 @@ void count_output_tokens(RequestSample& s, double tokens, const std::string& sou
   derive_from_tokens(s);
 }
 
+void record_asked(RequestSample& s, const ChatRequest& asked) {
+  const bool synthetic = asked.prompt_tokens_wanted > 0 && asked.shared_words == 0 && !asked.body;
+  s.asked_prompt_tokens = synthetic ? asked.prompt_tokens_wanted : 0;
+  s.asked_max_tokens = asked.max_tokens;
+  s.asked_stream = asked.stream;
+  s.asked_accept_encoding = asked.accept_encoding;
+  s.asked_pad_bytes = static_cast<std::int64_t>(asked.pad_bytes);
+}
+
+bool same_request(const RequestSample& s, const ChatRequest& r) {
+  RequestSample like;
+  record_asked(like, r);
+  return like.asked_prompt_tokens > 0 && s.model == r.model && s.asked_prompt_tokens == like.asked_prompt_tokens &&
+         s.asked_max_tokens == like.asked_max_tokens && s.asked_stream == like.asked_stream &&
+         s.asked_accept_encoding == like.asked_accept_encoding && s.asked_pad_bytes == like.asked_pad_bytes;
+}
+
 std::optional<double> bytes_per_token(const RequestSample& s) {
   // The answer's text only: reasoning tokens are counted in usage but their text is not in it.
   if (!s.ok || s.output_tokens_source != kTokensFromUsage || !s.output_tokens || s.content_bytes <= 0 ||
@@ -385,6 +402,11 @@ void visit_fields(Sample& s, F&& f) {
   f("prompt_tokens_source", s.prompt_tokens_source);
   f("content_bytes", s.content_bytes);
   f("prompt_words_count", s.prompt_words);
+  f("asked_prompt_tokens_count", s.asked_prompt_tokens);
+  f("asked_max_tokens_count", s.asked_max_tokens);
+  f("asked_stream", s.asked_stream);
+  f("asked_accept_encoding", s.asked_accept_encoding);
+  f("asked_pad_bytes", s.asked_pad_bytes);
   f("server_processing_ms", s.server_processing_ms);
   f("events_count", s.events);
   f("content_events_count", s.content_events);

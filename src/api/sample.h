@@ -98,6 +98,15 @@ struct RequestSample {
   std::string prompt_tokens_source;  // the same for prompt_tokens
   std::int64_t content_bytes = 0;    // bytes of the answer's text as it came
   int prompt_words = 0;              // a synthetic prompt's words as sent (0: not synthetic); repro.sh sends as many
+  // What the check asked (api::ChatRequest), before the run sized the prompt's words or adapted a
+  // parameter: a synthetic prompt's tokens (0: not synthetic), max_tokens, streamed or not, the
+  // Accept-Encoding sent (empty: none) and the body's padding. Answers that agree on all of them,
+  // to the same model, are answers to the same request (api::same_request).
+  int asked_prompt_tokens = 0;
+  int asked_max_tokens = 0;
+  bool asked_stream = true;
+  std::string asked_accept_encoding;
+  std::int64_t asked_pad_bytes = 0;
   std::size_t events = 0, content_events = 0, malformed_events = 0;
   std::size_t content_arrivals = 0;  // distinct moments content arrived: fewer than events when clumped
   std::vector<double> itl_ms;  // gaps between consecutive content events
@@ -122,6 +131,13 @@ struct RequestSample {
   double client_parse_ms = 0;                  // infdoctor's own SSE and JSON parsing time
   std::optional<double> client_start_lag_ms;   // infdoctor's hand-off to libcurl's transfer start
 };
+
+// Records in `s` what `asked` asked (RequestSample::asked_*).
+void record_asked(RequestSample& s, const ChatRequest& asked);
+// Whether `s` answered a request like `r`: the same model, a synthetic prompt of as many tokens
+// asked (none shared with other requests, not a body of the user's own), the same max_tokens,
+// streaming, Accept-Encoding and padding.
+bool same_request(const RequestSample& s, const ChatRequest& r);
 
 // A request that the check's own deadline cut short (error "check_deadline"): a limit of the run,
 // not of the endpoint. Like a stated limit, it is neither a failure nor a success.

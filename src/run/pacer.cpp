@@ -237,8 +237,10 @@ core::Result<std::vector<api::RequestSample>> Pacer::chat(const api::Endpoint& e
   }
   wait_out_loading(bounded, unique, out, first_sent, deadline);
   place(out, first_sent);
-  for (std::size_t i = 0; i < out.size() && i < unique.size(); ++i)
+  for (std::size_t i = 0; i < out.size() && i < unique.size(); ++i) {
     if (unique[i].prompt_tokens_wanted > 0) out[i].prompt_words = static_cast<int>(words_in(unique[i].prompt));
+    api::record_asked(out[i], reqs[i]);
+  }
   count_tokens(bounded, unique, out, deadline);
   const auto now_wall = std::chrono::system_clock::now();
   // A timeout the check's deadline set (shorter than the endpoint's own, or met as the deadline

@@ -4,6 +4,7 @@
 
 #include "support/checks_support.h"
 #include "support/fake_process.h"
+#include "support/seed.h"
 
 namespace infdoctor {
 namespace {
@@ -80,6 +81,61 @@ TEST_CASE("concurrency: a level most of whose streams are refused stops the chec
   CHECK(c.reason.find("stopped at 4 streams") != std::string::npos);
   CHECK(c.reason.find("refused with 429: rate limited") != std::string::npos);
   CHECK(test::metric(c, "rate_limited_count") >= 3);
+}
+
+}  // namespace infdoctor
+
+namespace infdoctor {
+
+TEST_CASE("concurrency: one stream is the run's earlier answer to the same request alone, read and not sent again") {
+  // The baseline's answers to the target at 32 prompt tokens and 32 output tokens are the request
+  // the level of one stream sends: the newest is read as that level. At 64 output tokens they are
+  // another request, and the level is sent.
+  const double decode = std::uniform_real_distribution<double>(10, 20)(test::rng());
+  CAPTURE(decode);
+  auto server = test::start_fake(R"({"models": {"Llama-3.1-70B-Instruct": {"overhead_ms": 60, "decode_ms_per_token": )" +
+                                 std::to_string(decode) + R"(, "slots": 64}}})");
+  const checks::Models models{"Llama-3.1-70B-Instruct", ""};
+  const auto baseline = [&](const std::string& max_tokens) {
+    const auto b = test::run_check("baseline", test::CheckSetup{server->base_url(),
+                                                                {{"baseline.samples", "3"}, {"baseline.prompt_tokens", "32"},
+                                                                 {"baseline.max_tokens", max_tokens}},
+                                                                "",
+                                                                models});
+    REQUIRE_MESSAGE(b.status == checks::CheckStatus::Ok, b.reason);
+    return b;
+  };
+  const auto concurrency_after = [&](const checks::CheckResult& before) {
+    test::CheckSetup setup{server->base_url(), {{"concurrency.levels", "1,4"}}, "", models};
+    setup.earlier = {before};
+    const auto c = test::run_check("concurrency", setup);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    return c;
+  };
+  const auto sent_alone = [](const checks::CheckResult& c) {
+    int n = 0;
+    for (const auto& [s, label] : c.requests) n += label.value("streams", 0) == 1 ? 1 : 0;
+    return n;
+  };
+  SUBCASE("the same request: read, the level's numbers are the answer's") {
+    const auto b = baseline("32");
+    const auto c = concurrency_after(b);
+    CHECK(sent_alone(c) == 0);
+    CHECK(c.requests.size() == 4);
+    const auto& newest = b.requests.back().sample;
+    REQUIRE(c.details.contains("one_stream_read"));
+    CHECK(c.details["one_stream_read"]["answers"][0]["check"] == "baseline");
+    CHECK(c.details["one_stream_read"]["answers"][0]["seq"] == newest.seq);
+    CHECK(test::metric(c, "ttft_p50_at_1_ms") == doctest::Approx(*checks::server_ttft_ms(newest)));
+    CHECK(test::metric(c, "total_p50_at_1_ms") == doctest::Approx(*checks::server_total_ms(newest)));
+    // A batching server: four streams take about one's time, whichever sent the one.
+    CHECK(test::metric(c, "parallelism_count") > 2.5);
+  }
+  SUBCASE("another request (64 output tokens): the level is sent") {
+    const auto c = concurrency_after(baseline("64"));
+    CHECK(sent_alone(c) == 1);
+    CHECK_FALSE(c.details.contains("one_stream_read"));
+  }
 }
 
 }  // namespace infdoctor

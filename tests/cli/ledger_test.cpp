@@ -181,4 +181,33 @@ TEST_CASE("run: the sweep reads the baseline's answers to its decode prompt for 
   CHECK(decode_requests(k["checks"]["sweep"]) == 6);
 }
 
+TEST_CASE("run: the concurrency check reads the sweep's answer to its one-stream request, and alone sends it") {
+  // At the defaults the sweep's decode size of 32 tokens is the concurrency check's one stream: the
+  // same model, 32-token prompt, 32 tokens, streamed with the SDKs' Accept-Encoding, one in flight.
+  auto server = test::start_fake(pair_with(draw(20, 30), ""));
+  const auto alone_requests = [](const nlohmann::json& c) {
+    return std::count_if(c["samples"].begin(), c["samples"].end(),
+                         [](const nlohmann::json& s) { return s["label"].value("streams", 0) == 1; });
+  };
+  const std::vector<std::string> args = {"--base-url", server->base_url(), "--model", kTarget, "--sweep-prompt-tokens", "64",
+                                         "--sweep-max-tokens", "1,32", "--concurrency", "1,2", "-s"};
+  auto with = args, alone = args;
+  with.insert(with.end(), {"--checks", "sweep,concurrency"});
+  alone.insert(alone.end(), {"--checks", "concurrency"});
+  const auto j = run_json({}, with), k = run_json({}, alone);
+  const auto& c = j["checks"]["concurrency"];
+  CHECK(alone_requests(c) == 0);
+  REQUIRE(c["details"].contains("one_stream_read"));
+  const auto& read = c["details"]["one_stream_read"]["answers"][0];
+  CHECK(read["check"] == "sweep");
+  // The answer read is the sweep's last one at 32 tokens, by its place in the run.
+  int newest = -1;
+  for (const auto& s : j["checks"]["sweep"]["samples"])
+    if (s["label"].value("max_tokens", 0.0) == 32.0) newest = std::max(newest, s["seq"].get<int>());
+  CHECK(read["seq"] == newest);
+  CHECK(c["metrics"]["max_level_count"] == 2);
+  CHECK(alone_requests(k["checks"]["concurrency"]) == 1);
+  CHECK_FALSE(k["checks"]["concurrency"]["details"].contains("one_stream_read"));
+}
+
 }  // namespace infdoctor
