@@ -320,7 +320,7 @@ void count_output_tokens(RequestSample& s, double tokens, const std::string& sou
 void record_asked(RequestSample& s, const ChatRequest& asked) {
   const bool synthetic = asked.prompt_tokens_wanted > 0 && asked.shared_words == 0 && !asked.body;
   s.asked_prompt_tokens = synthetic ? asked.prompt_tokens_wanted : 0;
-  s.asked_max_tokens = asked.max_tokens;
+  s.asked_max_tokens = asked.body ? 0 : asked.max_tokens;  // a body of the user's own asks its own
   s.asked_stream = asked.stream;
   s.asked_accept_encoding = asked.accept_encoding;
   s.asked_pad_bytes = static_cast<std::int64_t>(asked.pad_bytes);

@@ -99,9 +99,10 @@ struct RequestSample {
   std::int64_t content_bytes = 0;    // bytes of the answer's text as it came
   int prompt_words = 0;              // a synthetic prompt's words as sent (0: not synthetic); repro.sh sends as many
   // What the check asked (api::ChatRequest), before the run sized the prompt's words or adapted a
-  // parameter: a synthetic prompt's tokens (0: not synthetic), max_tokens, streamed or not, the
-  // Accept-Encoding sent (empty: none) and the body's padding. Answers that agree on all of them,
-  // to the same model, are answers to the same request (api::same_request).
+  // parameter: a synthetic prompt's tokens (0: not synthetic), max_tokens (0: a body of the
+  // user's own, which asks its own), streamed or not, the Accept-Encoding sent (empty: none) and
+  // the body's padding. Answers that agree on all of them, to the same model, are answers to the
+  // same request (api::same_request).
   int asked_prompt_tokens = 0;
   int asked_max_tokens = 0;
   bool asked_stream = true;

@@ -182,6 +182,45 @@ TEST_CASE("a sample read back from its JSON is the same sample, field for field"
 }
 
 
+TEST_CASE("an answer records what was asked, and answers to the same request are told from others") {
+  const ChatRequest asked = synthetic_request("Qwen2.5-7B-Instruct", 32, 32);
+  RequestSample s;
+  s.model = asked.model;
+  record_asked(s, asked);
+  CHECK(s.asked_prompt_tokens == 32);
+  CHECK(s.asked_max_tokens == 32);
+  CHECK(s.asked_stream);
+  CHECK(s.asked_accept_encoding == kSdkAcceptEncoding);
+  CHECK(s.asked_pad_bytes == 0);
+  CHECK(same_request(s, asked));
+  // Each thing asked differently is another request.
+  std::vector<ChatRequest> others(7, asked);
+  others[0].model = "Qwen2.5-72B-Instruct";
+  others[1] = synthetic_request(asked.model, 64, 32);
+  others[2].max_tokens = 64;
+  others[3].stream = false;
+  others[4].accept_encoding = "";
+  others[5].pad_bytes = 1024;
+  others[6].shared_words = 16;  // a prefix shared with other requests: not the same prompt
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    CAPTURE(i);
+    CHECK_FALSE(same_request(s, others[i]));
+  }
+  // A body of the user's own asks its own prompt and max_tokens: none recorded, never the same.
+  ChatRequest body = asked;
+  body.body = nlohmann::json{{"messages", nlohmann::json::array()}};
+  RequestSample b;
+  b.model = asked.model;
+  record_asked(b, body);
+  CHECK(b.asked_prompt_tokens == 0);
+  CHECK(b.asked_max_tokens == 0);
+  CHECK_FALSE(same_request(b, body));
+  // What was asked survives the JSON.
+  const auto back = sample_from_json(to_json(s));
+  REQUIRE(back.ok());
+  CHECK(same_request(*back, asked));
+}
+
 TEST_CASE("Server-Timing headers are read metric by metric, and what has no dur or a broken one is left out") {
   const auto t = parse_server_timing(R"(cache;desc="hit, warm", db;dur=53, app;desc="render";dur=47.2,miss, x;dur=abc, Q;DUR=1e1)");
   CHECK(t.size() == 3);
