@@ -122,6 +122,21 @@ TEST_CASE("sweep: the run's earlier answers to the decode prompt decide a size's
     }
     CHECK(test::metric(c, "decode_ms_per_token") == doctest::Approx(decode).epsilon(0.05));
   }
+  SUBCASE("a tokenizer of two tokens a word: the answers are read by the tokens asked, not the words sent") {
+    // The run sizes a 32-token prompt to 16 words once it has learnt the model's tokens a word.
+    const std::string two = R"({"models": {"Qwen2.5-7B-Instruct": {"decode_ms_per_token": )" + std::to_string(decode) +
+                            R"(, "overhead_ms": 300, "jitter_ms": 2, "prompt_tokens_per_word": 2}}})";
+    auto server2 = test::start_fake(two);
+    const auto b = baseline_of(two, "32");
+    int fewer_words = 0;
+    for (const auto& [s, label] : b.requests) fewer_words += s.prompt_words < 32 ? 1 : 0;
+    CHECK(fewer_words >= 4);
+    test::CheckSetup setup{server2->base_url(), settings, "", models};
+    setup.earlier = {b};
+    const auto c = test::run_check("sweep", setup);
+    REQUIRE_MESSAGE(c.status == checks::CheckStatus::Ok, c.reason);
+    CHECK(c.details["repeats_read_earlier_answers"] == 5);
+  }
   SUBCASE("answers to another prompt are not read: the smaller sizes are repeated as without them") {
     const auto c = sweep_after(baseline_of(model(decode), "64"));
     CHECK_FALSE(c.details.contains("repeats_read_earlier_answers"));
