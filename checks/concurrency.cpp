@@ -245,8 +245,8 @@ class ConcurrencyCheck final : public Check {
     const std::vector<ReadAnswer> read = streams == 1 && !own_connections ? earlier_answers(ctx, req) : std::vector<ReadAnswer>{};
     if (!read.empty()) {
       nlohmann::json said = nlohmann::json::array();
-      for (std::size_t k = 0; k < read.size() && k < static_cast<std::size_t>(rounds_); ++k)
-        said.push_back({{"check", read[k].check}, {"seq", read[k].sample->seq}, {"request_id", core::text_or_null(read[k].sample->request_id)}});
+      for (const ReadAnswer& a : read)  // as many as the rounds at most
+        said.push_back({{"check", a.check}, {"seq", a.sample->seq}, {"request_id", core::text_or_null(a.sample->request_id)}});
       out.details["one_stream_read"] = {
           {"answers", said},
           {"why", "the run had sent this request alone already: the same model, prompt, max_tokens, streaming and "

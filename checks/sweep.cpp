@@ -321,9 +321,10 @@ class SweepCheck final : public Check {
     // smaller sizes' in deciding whether a size's first answer needs a repeat, and whether its pace
     // held (steady, above). They are not points of the fit.
     std::vector<double> earlier_tpot, earlier_ttft;
+    const api::ChatRequest decode_request = api::synthetic_request(ctx.models().target, decode_prompt_, 1);
     for (const CheckResult& earlier : ctx.earlier_checks())
       for (const auto& [s, label] : earlier.requests) {
-        if (!s.ok || s.model != ctx.models().target || s.asked_prompt_tokens != decode_prompt_ || s.in_flight > 1) continue;
+        if (!s.ok || s.in_flight > 1 || !api::same_prompt(s, decode_request)) continue;
         if (auto t = server_ttft_ms(s)) earlier_ttft.push_back(*t);
         if (s.tpot_ms) earlier_tpot.push_back(*s.tpot_ms);
       }

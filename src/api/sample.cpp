@@ -326,12 +326,16 @@ void record_asked(RequestSample& s, const ChatRequest& asked) {
   s.asked_pad_bytes = static_cast<std::int64_t>(asked.pad_bytes);
 }
 
-bool same_request(const RequestSample& s, const ChatRequest& r) {
+bool same_prompt(const RequestSample& s, const ChatRequest& r) {
   RequestSample like;
   record_asked(like, r);
   return like.asked_prompt_tokens > 0 && s.model == r.model && s.asked_prompt_tokens == like.asked_prompt_tokens &&
-         s.asked_max_tokens == like.asked_max_tokens && s.asked_stream == like.asked_stream &&
-         s.asked_accept_encoding == like.asked_accept_encoding && s.asked_pad_bytes == like.asked_pad_bytes;
+         s.asked_stream == like.asked_stream && s.asked_accept_encoding == like.asked_accept_encoding &&
+         s.asked_pad_bytes == like.asked_pad_bytes;
+}
+
+bool same_request(const RequestSample& s, const ChatRequest& r) {
+  return same_prompt(s, r) && s.asked_max_tokens == r.max_tokens;
 }
 
 std::optional<double> bytes_per_token(const RequestSample& s) {

@@ -135,9 +135,11 @@ struct RequestSample {
 
 // Records in `s` what `asked` asked (RequestSample::asked_*).
 void record_asked(RequestSample& s, const ChatRequest& asked);
-// Whether `s` answered a request like `r`: the same model, a synthetic prompt of as many tokens
-// asked (none shared with other requests, not a body of the user's own), the same max_tokens,
-// streaming, Accept-Encoding and padding.
+// Whether `s` answered a request like `r` but for max_tokens: the same model, a synthetic prompt of
+// as many tokens asked (none shared with other requests, not a body of the user's own), the same
+// streaming, Accept-Encoding and padding. Its first token and pace are readings of `r`'s.
+bool same_prompt(const RequestSample& s, const ChatRequest& r);
+// The same, and the same max_tokens: an answer to the same request.
 bool same_request(const RequestSample& s, const ChatRequest& r);
 
 // A request that the check's own deadline cut short (error "check_deadline"): a limit of the run,

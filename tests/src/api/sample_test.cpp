@@ -205,6 +205,7 @@ TEST_CASE("an answer records what was asked, and answers to the same request are
   for (std::size_t i = 0; i < others.size(); ++i) {
     CAPTURE(i);
     CHECK_FALSE(same_request(s, others[i]));
+    CHECK(same_prompt(s, others[i]) == (i == 2));  // another max_tokens is the same prompt
   }
   // A body of the user's own asks its own prompt and max_tokens: none recorded, never the same.
   ChatRequest body = asked;
@@ -215,6 +216,7 @@ TEST_CASE("an answer records what was asked, and answers to the same request are
   CHECK(b.asked_prompt_tokens == 0);
   CHECK(b.asked_max_tokens == 0);
   CHECK_FALSE(same_request(b, body));
+  CHECK_FALSE(same_prompt(b, body));
   // What was asked survives the JSON.
   const auto back = sample_from_json(to_json(s));
   REQUIRE(back.ok());
