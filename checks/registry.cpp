@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdlib>
+
+#include "checks/path.h"
+#include "checks/transport.h"
 
 namespace infdoctor::checks {
 
@@ -74,6 +78,13 @@ std::map<int, double> level_queue_waits(const std::vector<CheckResult>& checks) 
         out[l["streams"].get<int>()] = l["queue_wait_mean_ms"].get<double>();
   }
   return out;
+}
+
+std::optional<double> endpoint_round_trip_ms(const std::vector<CheckResult>& checks) {
+  const bool proxied = metric_of(checks, transport_metric::via_proxy_count).value_or(0) > 0 ||
+                       metric_of(checks, path_metric::via_proxy_count).value_or(0) > 0;
+  const auto rtt = proxied ? metric_of(checks, transport_metric::reused_ttfb_p50_ms) : metric_of(checks, path_metric::tcp_rtt_p50_ms);
+  return rtt && std::isfinite(*rtt) ? rtt : std::nullopt;
 }
 
 const CheckInfo* find_info(const std::string& id) {

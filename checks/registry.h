@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ bool sends_stream_levels(const std::string& id);
 // What the check that sends stream levels measured each level to wait for a slot, by its
 // streams; empty when it did not run or kept no levels.
 std::map<int, double> level_queue_waits(const std::vector<CheckResult>& checks);
+// The round trip to the endpoint as the run's requests take it, from the checks that measured it:
+// through a proxy (the path or transport check says so) the transport check's first byte over an
+// open tunnel, since the path check reaches the proxy only; else the path check's median TCP
+// connect. Nothing when no check measured that route.
+std::optional<double> endpoint_round_trip_ms(const std::vector<CheckResult>& checks);
 
 CheckEntry dns_entry();
 CheckEntry path_entry();

@@ -11,7 +11,8 @@
 //    trips while the window doubles (slow start, RFC 5681), from the initial ten segments on a
 //    new connection (RFC 6928: 14,600 bytes); each byte acknowledged in slow start widens the
 //    window by a byte, so on a kept-alive connection a body goes out on the window the bodies
-//    before it opened. The round trip is the smallest of three TCP connects to the API port. Each
+//    before it opened. The round trip is the smallest of three TCP connects to the API port;
+//    through a proxy, the transport check's round trip through the tunnel (none is sent). Each
 //    TTFT less the round trips slow start adds to its body, the fastest of each size (a repeat
 //    goes out on the window its first send opened), is fitted again: what remains is upload
 //    bandwidth and the server's parsing.
@@ -23,6 +24,7 @@
 // compressed_ttft_p50_ms,identity_ttft_p50_ms,compression_held_ms,...}.
 #include <algorithm>
 
+#include "api/endpoint_spec.h"
 #include "checks/check.h"
 #include "checks/serialization.h"
 #include "checks/registry.h"
@@ -40,7 +42,7 @@ const CheckInfo kSerializationInfo{
      {serialization_metric::upload_parse_noise_ms_per_mb.name, "ms",
       "instead of the slope when it is within the points' scatter: the smallest cost per MB that would show"},
      {serialization_metric::upload_parse_overhead_ms.name, "ms", "fitted TTFT at an empty body"},
-     {serialization_metric::path_rtt_ms.name, "ms", "the round trip slow start multiplies: the smallest of three TCP connects to the API port"},
+     {serialization_metric::path_rtt_ms.name, "ms", "the round trip slow start multiplies: the smallest of three TCP connects to the API port; through a proxy, the transport check's first byte over an open tunnel"},
      {serialization_metric::slow_start_ms_per_mb.name, "ms",
       "what TCP slow start explains of the slope: the slope less the net slope"},
      {serialization_metric::net_ms_per_mb.name, "ms",
@@ -121,16 +123,31 @@ class SlowStart {
   double window_ = kInitialWindowBytes;
 };
 
-// The path's round trip: the smallest of three TCP connects to the API's first address (the
-// smallest is the path's own, without queueing). Nothing without an address or an answer.
-std::optional<double> path_rtt_ms(CheckContext& ctx) {
-  if (ctx.addresses().empty() || ctx.target().port <= 0) return std::nullopt;
+// The round trip slow start multiplies, and where it was read. Direct: the smallest of three TCP
+// connects to the address the requests use, the first the path check did not find silent (the
+// smallest is the path's own, without queueing). Through a proxy the body crosses the tunnel's far
+// side under that connection's slow start, where the client cannot connect: the run's round trip
+// through the tunnel (endpoint_round_trip_ms), nothing sent. Nothing without either.
+struct RoundTrip {
+  double ms;
+  const char* source;
+};
+std::optional<RoundTrip> slow_start_round_trip(CheckContext& ctx) {
+  if (api::proxy_route(ctx.endpoint())) {
+    if (const auto rtt = endpoint_round_trip_ms(ctx.earlier_checks()))
+      return RoundTrip{*rtt, "through the proxy: the transport check's first byte over an open tunnel, an upper bound"};
+    return std::nullopt;
+  }
+  const auto& addrs = ctx.addresses();
+  const auto to = std::find_if(addrs.begin(), addrs.end(), [&](const std::string& ip) { return !ctx.silent(ip); });
+  if (to == addrs.end() || ctx.target().port <= 0) return std::nullopt;
   std::optional<double> best;
   for (int i = 0; i < 3 && ctx.before_deadline(); ++i) {
-    const auto p = ctx.probes().tcp_connect(ctx.addresses().front(), ctx.target().port, std::chrono::milliseconds(3000));
+    const auto p = ctx.probes().tcp_connect(*to, ctx.target().port, std::chrono::milliseconds(3000));
     if (p.rtt) best = std::min(best.value_or(1e18), core::to_ms(*p.rtt));
   }
-  return best;
+  if (!best) return std::nullopt;
+  return RoundTrip{*best, "the smallest of three TCP connects to the API port"};
 }
 
 class SerializationCheck final : public Check {
@@ -142,7 +159,7 @@ class SerializationCheck final : public Check {
         prompt_tokens_(o.whole(serialization_setting::prompt_tokens)) {}
   const CheckInfo& info() const override { return kSerializationInfo; }
   std::vector<Step> plan() const override {
-    std::vector<Step> steps = {{"3 TCP connects to the API port: the round trip slow start multiplies", 0}};
+    std::vector<Step> steps = {{"3 TCP connects to the API port (none through a proxy): the round trip slow start multiplies", 0}};
     for (double kb : sizes_kb_) {
       steps.push_back({"request body padded to " + std::to_string(static_cast<long long>(kb)) + " KB", repeats_,
                        "target", prompt_tokens_, 1});
@@ -166,7 +183,8 @@ class SerializationCheck final : public Check {
     base.max_tokens = 1;
     const std::size_t plain_bytes = api::build_chat_body(base).size();
     ctx.progress("serialization: the path's round trip");
-    const auto rtt = path_rtt_ms(ctx);
+    const auto round_trip = slow_start_round_trip(ctx);
+    const double rtt_ms = round_trip ? round_trip->ms : 0.0;  // without one, only the repeats' window is netted
     std::vector<double> x, y, at_largest;
     SlowStart window;
     std::map<double, double> net_fastest;  // body megabytes -> the fastest TTFT less slow start
@@ -193,7 +211,7 @@ class SerializationCheck final : public Check {
           const double mb = body_bytes / (1024.0 * 1024.0);
           x.push_back(mb);
           y.push_back(*t);
-          const double net = *t - rtt.value_or(0) * extra_round_trips;
+          const double net = *t - rtt_ms * extra_round_trips;
           auto [it, first] = net_fastest.emplace(mb, net);
           if (!first) it->second = std::min(it->second, net);
           here.push_back(*t);
@@ -220,8 +238,14 @@ class SerializationCheck final : public Check {
     }
     // The same fit net of slow start, on the fastest of each size: without a round trip only the
     // repeats' window is netted (said in the details).
-    if (rtt) out.set(serialization_metric::path_rtt_ms, *rtt);
-    else out.details["slow_start"] = "no round trip measured (no address to connect to): only the fastest of each size is fitted";
+    if (round_trip) {
+      out.set(serialization_metric::path_rtt_ms, round_trip->ms);
+      out.details["round_trip"] = round_trip->source;
+    } else {
+      out.details["slow_start"] = api::proxy_route(ctx.endpoint())
+                                      ? "no round trip through the proxy (the transport check did not measure one): only the fastest of each size is fitted"
+                                      : "no round trip measured (no address answered a connect): only the fastest of each size is fitted";
+    }
     std::vector<double> nx, ny;
     for (const auto& [mb, t] : net_fastest) {
       nx.push_back(mb);

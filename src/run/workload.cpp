@@ -11,11 +11,9 @@
 #include "checks/baseline.h"
 #include "checks/concurrency.h"
 #include "checks/load.h"
-#include "checks/path.h"
 #include "checks/registry.h"
 #include "checks/replay.h"
 #include "checks/sweep.h"
-#include "checks/transport.h"
 #include "core/strings.h"
 #include "results/ledger.h"
 #include "results/run_metrics.h"
@@ -139,11 +137,8 @@ std::map<std::string, double> price_workload(const Workload& given, const std::v
   request.max_tokens = w.output_tokens;
   out[rm::workload_body_bytes] = body ? *body_bytes : static_cast<double>(api::build_chat_body(request).size());
 
-  // Through a proxy the path check reaches the proxy only; the round trip to the endpoint is the
-  // transport check's request and answer over an open tunnel.
-  const auto rtt = metric(checks, checks::transport_metric::via_proxy_count).value_or(0) > 0
-                       ? metric(checks, checks::transport_metric::reused_ttfb_p50_ms)
-                       : metric(checks, checks::path_metric::tcp_rtt_p50_ms);
+  // The network term: the round trip the requests take (through a proxy, the tunnel's).
+  const auto rtt = checks::endpoint_round_trip_ms(checks);
   if (rtt) {
     out[rm::workload_network_ms] = *rtt;
     out[rm::path_rtt_ms] = *rtt;

@@ -91,9 +91,9 @@ TEST_CASE("lab: through a proxy from the environment, the direct route closed, a
   REQUIRE_MESSAGE(proxy.ok(), (proxy.ok() ? "" : proxy.error().message));
   const auto j = run_in(lab, {"https_proxy=" + (*proxy)->url()},
                         {"--base-url", "https://" + std::string(Lab::kServerIp) + ":8443/v1", "--cacert",
-                         test::certs_dir() + "/ca.pem", "--checks", "path,transport,coldstart,baseline,sweep",
+                         test::certs_dir() + "/ca.pem", "--checks", "path,transport,coldstart,baseline,sweep,serialization",
                          "--set", "coldstart.idle_gaps=1", "--set", "sweep.prompt_tokens=64,512,2048",
-                         "--set", "sweep.max_tokens=1,32,128"});
+                         "--set", "sweep.max_tokens=1,32,128", "--set", "serialization.repeats=1"});
   CAPTURE(findings_of(j));
   const auto& path = j["checks"]["path"]["metrics"];
   // The path the requests take is the proxy's; the direct one is a fact, not loss.
@@ -109,6 +109,13 @@ TEST_CASE("lab: through a proxy from the environment, the direct route closed, a
   CHECK(via > 0);
   // The network term is the endpoint's round trip through the tunnel, not the proxy's.
   CHECK(j["run"]["metrics"]["path_rtt_ms"].get<double>() >= 2 * one_way - 1);
+  // So is the round trip slow start multiplies on the bodies' far side: read, not connected for
+  // on the closed direct route.
+  const auto& ser = j["checks"]["serialization"];
+  CAPTURE(ser["details"]);
+  REQUIRE(ser["metrics"].contains("path_rtt_ms"));
+  CHECK(ser["metrics"]["path_rtt_ms"] == j["run"]["metrics"]["path_rtt_ms"]);
+  CHECK(ser["details"]["round_trip"].get<std::string>().find("through the proxy") != std::string::npos);
   for (const auto& f : j["diagnosis"]) {
     CHECK_MESSAGE(f["severity"] == "info", f["rule"]);
     CHECK(f["cause"] != "network_loss");

@@ -260,6 +260,22 @@ TEST_CASE("registry: a result stores a metric set through its constant under its
   CHECK(t.metrics == std::map<std::string, double>{{"connect_p50_ms", 55}, {"connect_p90_ms", 90}, {"connect_max_ms", 100}});
 }
 
+TEST_CASE("registry: the round trip to the endpoint is the route the requests take, through a proxy the tunnel's") {
+  namespace pm = checks::path_metric;
+  namespace tm = checks::transport_metric;
+  checks::CheckResult path = checks::CheckResult::start("path"), transport = checks::CheckResult::start("transport");
+  path.set(pm::tcp_rtt_p50_ms, 0.4);  // to whatever the path check probed
+  transport.set(tm::reused_ttfb_p50_ms, 36);
+  CHECK(checks::endpoint_round_trip_ms({}) == std::nullopt);
+  CHECK(checks::endpoint_round_trip_ms({path, transport}) == 0.4);  // direct: the path check's connects
+  path.set(pm::via_proxy_count, 1);  // the path check reached the proxy
+  CHECK(checks::endpoint_round_trip_ms({path}) == std::nullopt);  // not the proxy's round trip
+  CHECK(checks::endpoint_round_trip_ms({path, transport}) == 36);
+  path.metrics.erase("via_proxy_count");
+  transport.set(tm::via_proxy_count, 1);
+  CHECK(checks::endpoint_round_trip_ms({path, transport}) == 36);
+}
+
 TEST_CASE("registry: a check reads exactly the settings it declares, and every default passes its declaration") {
   for (const auto& e : checks::registry()) {
     CAPTURE(e.id);
