@@ -208,7 +208,7 @@ TEST_CASE("lab: a black hole never holds a check past its deadline") {
   CHECK(took_s < 2 * 4 + 2);
 }
 
-TEST_CASE("lab: an address of the API host that never answers costs a few probes, not their timeouts, and the requests go to one that answers") {
+TEST_CASE("lab: an address of the API host that never answers costs a few probes, not their timeouts, and the requests and round trips go to one that answers") {
   if (!lab_available()) return;
   // Up to 15 ms each way: two round trips stay under a quarter of the 400-ms request, where
   // network.rtt_share would speak for the cause network_rtt and the silent address's note (one
@@ -236,7 +236,8 @@ TEST_CASE("lab: an address of the API host that never answers costs a few probes
                         {"--base-url", "https://api.lab.test:8443/v1", "--cacert", test::ca_pem(), "--resolver",
                          std::string(Lab::kRouterIp) + ":53", "--no-system-resolvers", "--model",
                          "Llama-3.1-70B-Instruct", "--small-model", "Llama-3.1-8B-Instruct", "--checks",
-                         "dns,path,transport,baseline"},
+                         "dns,path,transport,baseline,serialization", "--set", "serialization.sizes_kb=1,8",
+                         "--set", "serialization.repeats=1"},
                         false, &rc, 150s);
   const double took_s = core::to_ms(core::elapsed_us(t0, core::SteadyClock::now())) / 1000.0;
   const auto& path = j["checks"]["path"];
@@ -255,8 +256,12 @@ TEST_CASE("lab: an address of the API host that never answers costs a few probes
   // one probe at 1 s: about 12 s, whatever the timeouts.
   CHECK(path["duration_ms"].get<double>() < 20000);
   CHECK(j["checks"]["transport"]["duration_ms"].get<double>() < 5000);
-  // The requests went to the answering address.
+  // The requests went to the answering address, and so did the serialization check's connects for
+  // its round trip: three to the silent one would wait 3 s each and measure nothing. (Its bodies
+  // fit the first window, so slow start costs nothing and names no network finding of its own.)
   CHECK(j["checks"]["baseline"]["status"] == "ok");
+  CHECK(near_planted(m(j, "serialization", "path_rtt_ms"), 2 * one_way));
+  CHECK(j["checks"]["serialization"]["duration_ms"].get<double>() < 9000);
   CHECK(m(j, "baseline", "ttft_p50_ms") > 0);
   const auto* f = test::finding(j, "network.silent_address");
   std::string found;
