@@ -228,6 +228,11 @@ std::string render_html(const results::RunResult& r) {
       << html_escape(f.explanation);
     for (const auto& q : f.ask_provider) o << "<br>Ask the provider: " << html_escape(q);
     for (const auto& a : f.actions) o << "<br>You can: " << html_escape(a);
+    for (const auto& a : f.also) {
+      o << "<br>Also for this cause: <b>" << html_escape(a.title) << "</b> (" << rules::severity_name(a.severity)
+        << "): " << html_escape(rules::describe_impact(a, metrics)) << ". " << html_escape(a.explanation);
+      for (const auto& x : a.actions) o << " You can: " << html_escape(x);
+    }
     o << "</li>";
   }
   o << "</ol>\n";

@@ -99,6 +99,9 @@ std::string render_summary(const results::RunResult& r, const Context& ctx) {
     o << ++i << ". **" << f.title << "** (" << rules::severity_name(f.severity) << "; " << rules::cause_and_scope(f)
       << "): " << rules::describe_impact(f, metrics) << ", confidence " << fmt("%.2f", f.confidence) << ".  \n   "
       << f.explanation << "\n";
+    for (const auto& a : f.also)
+      o << "   - Also for this cause: **" << a.title << "** (" << rules::severity_name(a.severity) << "; rule " << a.rule
+        << "): " << rules::describe_impact(a, metrics) << ". " << a.explanation << "\n";
   }
   std::vector<std::string> questions;
   for (const auto& f : r.diagnosis)

@@ -126,6 +126,14 @@ std::string render_diagnosis(const std::vector<rules::Finding>& findings, const 
     }
     for (const auto& q : f.ask_provider) core::appendf(out, "    ask the provider: %s\n", q.c_str());
     for (const auto& a : f.actions) core::appendf(out, "    you can: %s\n", a.c_str());
+    for (const auto& a : f.also) {
+      core::appendf(out, "    also for this cause: [%s] %s: %s, confidence %.2f  (rule %s)\n",
+                    std::string(rules::severity_name(a.severity)).c_str(), a.title.c_str(),
+                    rules::describe_impact(a, metrics).c_str(), a.confidence, a.rule.c_str());
+      core::appendf(out, "      %s\n", a.explanation.c_str());
+      for (const auto& q : a.ask_provider) core::appendf(out, "      ask the provider: %s\n", q.c_str());
+      for (const auto& x : a.actions) core::appendf(out, "      you can: %s\n", x.c_str());
+    }
   }
   return out;
 }

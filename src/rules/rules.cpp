@@ -525,17 +525,21 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
     out.push_back(std::move(f));
   }
   // One finding per cause: of the most severe rules that fired for it, the one that attributes
-  // the most milliseconds speaks for it (a note never hides a warning of the same cause). Findings
-  // without a cause (about the run itself) all stay.
+  // the most milliseconds speaks for it (a note never hides a warning of the same cause); the
+  // others stay beside it, in its `also`, in the same order. Findings without a cause (about the
+  // run itself) all stay.
   std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.cause != b.cause) return a.cause < b.cause;
     if (a.severity != b.severity) return a.severity > b.severity;
     if (a.impact_ms != b.impact_ms) return a.impact_ms > b.impact_ms;
     return a.rule < b.rule;
   });
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const Finding& a, const Finding& b) { return !a.cause.empty() && a.cause == b.cause; }),
-            out.end());
+  std::vector<Finding> speaking;
+  for (auto& f : out) {
+    if (!speaking.empty() && !f.cause.empty() && speaking.back().cause == f.cause) speaking.back().also.push_back(std::move(f));
+    else speaking.push_back(std::move(f));
+  }
+  out = std::move(speaking);
   sort_findings(out);
   // Shares of the reference request as the report prints it (reference_total_ms): the workload's
   // reference request, else the baseline's median. It already holds what network, prefill,
@@ -558,6 +562,11 @@ std::vector<Finding> diagnose(const RuleSet& rules, const std::map<std::string, 
     }
     const double whole = reference > 0 ? reference : sum;
     f.share = whole > 0 ? part / whole : 0.0;
+    // A finding beside it: its own milliseconds of the same whole, taken from nothing.
+    for (auto& a : f.also) {
+      a.on_top = f.on_top;
+      a.share = whole > 0 ? (a.on_top ? a.impact_ms : std::min(a.impact_ms, whole)) / whole : 0.0;
+    }
   }
   return out;
 }
@@ -583,7 +592,8 @@ nlohmann::json to_json(const Finding& f) {
           {"explanation", f.explanation},
           {"evidence", f.evidence},
           {"ask_provider", f.ask_provider},
-          {"actions", f.actions}};
+          {"actions", f.actions},
+          {"also", to_json(f.also)}};
 }
 
 std::optional<Finding> finding_from_json(const nlohmann::json& j) {
@@ -606,6 +616,9 @@ std::optional<Finding> finding_from_json(const nlohmann::json& j) {
     f.evidence = j.at("evidence").get<std::map<std::string, double>>();
     f.ask_provider = j.at("ask_provider").get<std::vector<std::string>>();
     f.actions = j.at("actions").get<std::vector<std::string>>();
+    if (auto it = j.find("also"); it != j.end() && it->is_array())  // absent before it was kept
+      for (const auto& a : *it)
+        if (auto g = finding_from_json(a)) f.also.push_back(std::move(*g));
     return f;
   } catch (const std::exception&) {
     return std::nullopt;

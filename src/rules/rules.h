@@ -110,6 +110,10 @@ struct Finding {
   std::map<std::string, double> evidence;
   std::vector<std::string> ask_provider;
   std::vector<std::string> actions;
+  // The other rules that fired for the same cause (evaluate keeps one finding per cause): each a
+  // mechanism of its own with its own actions, not ranked and not counted in the shares; their
+  // `also` is empty.
+  std::vector<Finding> also;
 };
 
 // The reference request's end-to-end time the shares are of: the workload's reference request

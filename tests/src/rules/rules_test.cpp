@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "report/text.h"
 #include "rules/embedded.h"
 #include "run/runner.h"
 #include "run/slo.h"
@@ -188,6 +189,21 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   CHECK(found[2].share == doctest::Approx(200.0 / 1000));
   CHECK_FALSE(found[2].on_top);
   CHECK(found[2].severity == Severity::Info);
+  // The folded rule stays beside the one that speaks for its cause: not ranked, its own share.
+  REQUIRE(found[0].also.size() == 1);
+  CHECK(found[0].also[0].rule == "dns.a");
+  CHECK(found[0].also[0].share == doctest::Approx(100.0 / 1000));
+  CHECK(found[0].also[0].on_top);
+  CHECK(found[1].also.empty());
+  // It goes to JSON and back with it, and the report prints it under it.
+  const auto back = finding_from_json(to_json(found[0]));
+  REQUIRE(back.has_value());
+  REQUIRE(back->also.size() == 1);
+  CHECK(back->also[0].rule == "dns.a");
+  CHECK(back->also[0].impact_ms == 100);
+  const std::string printed = report::render_diagnosis(found, {});
+  CHECK(printed.find("also for this cause: [warning]") != std::string::npos);
+  CHECK(printed.find("(rule dns.a)") != std::string::npos);
 
   // A note of a cause never hides its warning, however many milliseconds the note counts (the
   // run's first request against the idle gaps of the coldstart check).
@@ -197,6 +213,8 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   const auto folded = diagnose(cold, {});
   REQUIRE(folded.size() == 1);
   CHECK(folded[0].rule == "coldstart.gaps");
+  REQUIRE(folded[0].also.size() == 1);
+  CHECK(folded[0].also[0].rule == "coldstart.first");  // the note, with its 2400 ms, beside it
 }
 
 TEST_CASE("templates format by unit") {
