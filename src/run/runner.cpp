@@ -16,6 +16,7 @@
 #include "results/requests.h"
 #include "run/books.h"
 #include "run/slo.h"
+#include "run/wake_watch.h"
 #include "results/run_metrics.h"
 #include "rules/embedded.h"
 #include "stats/series.h"
@@ -181,6 +182,7 @@ void end_run(const RunPlan& plan, const Side& side, results::RunResult& out) {
 }  // namespace
 
 std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::vector<Side>& sides) {
+  WakeWatch wakes;  // how late the host wakes the run's threads, while it runs
   std::vector<results::RunResult> out;
   for (const auto& side : sides) out.push_back(begin_run(*side.ctx));
   for (const auto& side : sides)
@@ -222,9 +224,14 @@ std::vector<results::RunResult> run_interleaved(const RunPlan& plan, const std::
       };
       return at(a.id) < at(b.id);
     });
+  const stats::Summary late = wakes.stop();
   for (std::size_t i = 0; i < sides.size(); ++i) {
     sides[i].ctx->set_earlier_checks(nullptr);  // the results leave with the return
     end_run(plan, sides[i], out[i]);
+    out[i].run_metrics[rm::client_wakes_count] = static_cast<double>(late.count);
+    if (late.p50) out[i].run_metrics[rm::client_wake_late_p50_ms] = *late.p50;
+    if (late.p99) out[i].run_metrics[rm::client_wake_late_p99_ms] = *late.p99;
+    if (late.max) out[i].run_metrics[rm::client_wake_late_max_ms] = *late.max;
   }
   return out;
 }
