@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <system_error>
 
 namespace infdoctor::run {
 namespace {
@@ -24,7 +25,11 @@ double ms_between(const timespec& from, const timespec& to) {
 
 WakeWatch::WakeWatch() {
   late_ms_.reserve(1024);
-  thread_ = std::thread([this] { watch(); });
+  try {
+    thread_ = std::thread([this] { watch(); });
+  } catch (const std::system_error&) {
+    // No thread to spare: the run goes on unwatched, and says so by a count of 0.
+  }
 }
 
 WakeWatch::~WakeWatch() { stop(); }
