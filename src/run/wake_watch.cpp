@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <system_error>
 
@@ -50,14 +51,15 @@ void WakeWatch::watch() {
   ::clock_gettime(CLOCK_MONOTONIC, &due);
   while (!stopping_.load(std::memory_order_relaxed) && late_ms_.size() < kMaxWakes) {
     due = add_ns(due, next_wait_ns());
-    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr) != 0) {
+    int rc;
+    while ((rc = ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr)) == EINTR)
       if (stopping_.load(std::memory_order_relaxed)) return;  // a signal: asked again, or stopping
-    }
+    if (rc != 0) return;  // a clock that cannot be slept on: what was read so far stands
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     const double late = ms_between(due, now);
     late_ms_.push_back(late);
-    // A wake later than a period is one wake, not many: the next is due a period after it came.
+    // A wake later than a period is one wake, not many: the next is due a wait after it came.
     if (late > static_cast<double>(period_ns) / 1e6) due = now;
   }
 }
