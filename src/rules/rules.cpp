@@ -596,7 +596,10 @@ nlohmann::json to_json(const Finding& f) {
           {"also", to_json(f.also)}};
 }
 
-std::optional<Finding> finding_from_json(const nlohmann::json& j) {
+namespace {
+
+// A finding's fields; `also` (one level: a finding beside another has none) when `with_also`.
+std::optional<Finding> read_finding(const nlohmann::json& j, bool with_also) {
   if (!j.is_object()) return std::nullopt;
   try {
     Finding f;
@@ -616,13 +619,17 @@ std::optional<Finding> finding_from_json(const nlohmann::json& j) {
     f.evidence = j.at("evidence").get<std::map<std::string, double>>();
     f.ask_provider = j.at("ask_provider").get<std::vector<std::string>>();
     f.actions = j.at("actions").get<std::vector<std::string>>();
-    if (auto it = j.find("also"); it != j.end() && it->is_array())  // absent before it was kept
+    if (auto it = j.find("also"); with_also && it != j.end() && it->is_array())  // absent before it was kept
       for (const auto& a : *it)
-        if (auto g = finding_from_json(a)) f.also.push_back(std::move(*g));
+        if (auto g = read_finding(a, false)) f.also.push_back(std::move(*g));
     return f;
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
+
+}  // namespace
+
+std::optional<Finding> finding_from_json(const nlohmann::json& j) { return read_finding(j, true); }
 
 }  // namespace infdoctor::rules

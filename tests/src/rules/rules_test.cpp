@@ -201,6 +201,13 @@ TEST_CASE("ranking: causes before notes, then milliseconds, confidence, id, one 
   REQUIRE(back->also.size() == 1);
   CHECK(back->also[0].rule == "dns.a");
   CHECK(back->also[0].impact_ms == 100);
+  // One level is read: a file that nests `also` in `also` (written by nobody) does not recurse.
+  auto nested = to_json(found[0]);
+  nested["also"][0]["also"] = nlohmann::json::array({to_json(found[1])});
+  const auto read = finding_from_json(nested);
+  REQUIRE(read.has_value());
+  REQUIRE(read->also.size() == 1);
+  CHECK(read->also[0].also.empty());
   const std::string printed = report::render_diagnosis(found, {});
   CHECK(printed.find("also for this cause: [warning]") != std::string::npos);
   CHECK(printed.find("(rule dns.a)") != std::string::npos);
