@@ -106,7 +106,9 @@ class Staller {
 // The reason the test cannot run here, or nothing.
 std::optional<std::string> unavailable() {
   if (::geteuid() != 0) return "needs root for a SCHED_FIFO task";
-  if (!two_cpus()) return "needs two CPUs";
+  const auto cpus = two_cpus();
+  if (!cpus) return "needs two CPUs";
+  if (!Staller(cpus->second, 0, 0).running()) return "this host refuses a SCHED_FIFO task (no CAP_SYS_NICE, or no real-time time)";
   return std::nullopt;
 }
 
